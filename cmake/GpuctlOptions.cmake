@@ -1,0 +1,24 @@
+# Build options shared by every target: warnings as errors, and an opt-in
+# sanitizer build (ASan + UBSan) used by CI through -DGPUCTL_SANITIZE=ON.
+option(GPUCTL_SANITIZE "Build with AddressSanitizer and UndefinedBehaviorSanitizer" OFF)
+option(GPUCTL_WERROR "Treat warnings as errors" ON)
+
+if(GPUCTL_SANITIZE)
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all)
+  add_link_options(-fsanitize=address,undefined)
+endif()
+
+function(gpuctl_warnings target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wshadow
+    -Wnon-virtual-dtor -Wold-style-cast -Wcast-align -Wunused -Woverloaded-virtual
+    -Wconversion -Wsign-conversion -Wnull-dereference -Wdouble-promotion -Wformat=2
+    -Wimplicit-fallthrough)
+  # GCC 12 reports std::string members of aggregates as maybe-uninitialized at
+  # -O2 (GCC bug 105562); the false positive would make -Werror unusable.
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 13)
+    target_compile_options(${target} PRIVATE -Wno-maybe-uninitialized)
+  endif()
+  if(GPUCTL_WERROR)
+    target_compile_options(${target} PRIVATE -Werror)
+  endif()
+endfunction()

@@ -1,0 +1,90 @@
+// Catalog and Step: what gpuctl knows how to do, kept as data in playbooks/*.yaml.
+//
+// A Step is a read-only probe ("is this already true on the node?"), a change
+// per OS family, and a verification probe. Code never special-cases a step id:
+// adding a step to the product means adding YAML.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "gpuctl/diagnostic.h"
+#include "gpuctl/inventory.h"
+
+namespace gpuctl {
+
+// What a probe script's exit status means. Anything else is a probe failure.
+inline constexpr int kProbeSatisfied = 0;   // already done
+inline constexpr int kProbeNeedsChange = 1;  // apply would change something
+inline constexpr int kProbeUnknown = 3;     // cannot tell until an earlier step runs
+
+// A dependency on another step: on the same node, or on every node holding
+// `role` (cross-node, e.g. a worker's join waits for the master's init).
+struct StepDependency {
+  std::string step;
+  std::optional<Role> on_role;  // empty: same node
+  SourceLocation where;
+};
+
+// When a step applies beyond role and OS family: a condition on the inventory.
+enum class StepCondition {
+  kAlways,
+  kHasGpus,        // the node's hardware declares GPUs
+  kHasIb,          // the node's hardware declares IB ports
+  kNfs,            // the inventory has an nfs block
+  kNfsServer,      // this node is the NFS server
+  kNfsClient,      // this node mounts NFS and is not the server
+  kKubernetes,     // orchestrator: kubernetes
+  kSlurm,          // orchestrator: slurm
+  kDocker,         // policy.docker
+};
+
+struct Step {
+  std::string id;  // "gpu.driver"
+  std::string description;
+  std::set<Role> roles;          // applies to nodes holding any of these
+  std::set<OsFamily> families;   // empty: every family
+  std::vector<StepCondition> when;
+  std::vector<StepDependency> depends;
+  std::string probe;                          // read-only shell script
+  std::map<OsFamily, std::string> change;     // per family; "any" fills both
+  std::string verify;                         // read-only; defaults to probe
+  bool reboot = false;                        // node must reboot after the change
+  // Inventory parameters the scripts read, each exported as GPUCTL_<NAME>
+  // (params.h lists the names); unknown names are load errors.
+  std::vector<std::string> params;
+  std::vector<std::string> secrets;           // env vars the change needs; redacted
+  std::string file;                           // playbook it came from
+  SourceLocation where;
+
+  [[nodiscard]] bool AppliesTo(const Node& node, const Inventory& inventory) const;
+  [[nodiscard]] const std::string* ChangeFor(OsFamily family) const;
+};
+
+class Catalog {
+ public:
+  // Loads every playbooks/*.yaml in `dir` (sorted by name). Checks syntax,
+  // unknown keys, types, duplicate ids, unknown dependency ids and cycles.
+  static std::optional<Catalog> Load(const std::string& dir, Diagnostics& diagnostics);
+  // One playbook's text (tests).
+  static std::optional<Catalog> Parse(const std::string& text, const std::string& path,
+                                      Diagnostics& diagnostics);
+
+  [[nodiscard]] const std::vector<Step>& steps() const { return steps_; }
+  [[nodiscard]] const Step* Find(const std::string& id) const;
+  // Content hash of the whole catalog: a saved plan records it.
+  [[nodiscard]] std::string Digest() const;
+
+ private:
+  static void CheckGraph(const std::vector<Step>& steps, Diagnostics& diagnostics);
+  std::vector<Step> steps_;  // file order, then order within a file
+};
+
+// Directory holding the catalog: $GPUCTL_PLAYBOOKS, else the installed share
+// dir, else the source tree's playbooks/.
+std::string DefaultPlaybookDir();
+
+}  // namespace gpuctl

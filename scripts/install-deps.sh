@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Installs everything gpuctl needs to build, test and run its lab on Debian 12.
+# Idempotent: packages already present are skipped by apt-get itself.
+# Usage: scripts/install-deps.sh [build|lab|bench|all]   (default: all)
+set -euo pipefail
+
+what=${1:-all}
+build_pkgs=(
+  build-essential cmake ninja-build pkg-config git
+  libcli11-dev libyaml-cpp-dev libssh-dev libfmt-dev libspdlog-dev
+  nlohmann-json3-dev libgtest-dev libgmock-dev
+  clang-format clang-tidy
+  openssh-server openssh-client
+)
+lab_pkgs=(
+  iproute2 util-linux procps psmisc systemd dbus openssh-server openssh-client
+  dpkg-dev rpm createrepo-c dnf python3
+)
+bench_pkgs=(ansible pdsh hyperfine)
+
+pkgs=()
+case "$what" in
+  build) pkgs=("${build_pkgs[@]}") ;;
+  lab) pkgs=("${lab_pkgs[@]}") ;;
+  bench) pkgs=("${bench_pkgs[@]}") ;;
+  all) pkgs=("${build_pkgs[@]}" "${lab_pkgs[@]}" "${bench_pkgs[@]}") ;;
+  *) echo "usage: $0 [build|lab|bench|all]" >&2; exit 2 ;;
+esac
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps: must run as root (apt-get)" >&2
+  exit 1
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+# Package lists may be absent on a fresh machine; refresh them once.
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,24 @@
+// The CLI's subcommands, one file each; main.cpp wires them together.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+namespace gpuctl::cli {
+
+// Exit codes a script can rely on (docs/exit-codes.md).
+inline constexpr int kExitOk = 0;           // nothing to change / cluster matches
+inline constexpr int kExitError = 1;        // bad input, unreachable node, failed step
+inline constexpr int kExitChanges = 2;      // plan: changes pending; check: mismatches found
+
+struct GlobalOptions {
+  int verbosity = 0;
+  std::string playbooks;  // catalog directory; empty: default
+  std::string output = "text";
+  bool no_color = false;
+};
+
+void AddGlobalOptions(CLI::App& app, GlobalOptions& global);
+void SetValidateCommand(CLI::App& app, const GlobalOptions& global, int& exit_code);
+
+}  // namespace gpuctl::cli

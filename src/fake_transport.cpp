@@ -1,0 +1,89 @@
+#include "gpuctl/fake_transport.h"
+
+namespace gpuctl {
+
+class FakeConnection : public Connection {
+ public:
+  FakeConnection(FakeTransport& transport, std::string node)
+      : transport_(transport), node_(std::move(node)) {}
+  CommandResult Run(const Command& command) override { return transport_.Answer(node_, command); }
+  [[nodiscard]] bool Alive() const override { return true; }
+
+ private:
+  FakeTransport& transport_;
+  std::string node_;
+};
+
+void FakeTransport::AddHandler(Handler handler) {
+  std::lock_guard lock(mutex_);
+  handlers_.push_back(std::move(handler));
+}
+
+void FakeTransport::When(const std::string& node, const std::string& needle, int exit_status,
+                         const std::string& out) {
+  AddHandler([=](const std::string& n, const Command& c) -> std::optional<CommandResult> {
+    if ((node != "*" && n != node) || c.script.find(needle) == std::string::npos) {
+      return std::nullopt;
+    }
+    CommandResult r;
+    r.exit_status = exit_status;
+    r.out = out;
+    return r;
+  });
+}
+
+void FakeTransport::Unreachable(const std::string& node, ConnectFailure kind) {
+  std::lock_guard lock(mutex_);
+  unreachable_[node] = kind;
+}
+
+std::unique_ptr<Connection> FakeTransport::Connect(const Endpoint& endpoint) {
+  std::lock_guard lock(mutex_);
+  ++connects_[endpoint.node];
+  if (auto it = unreachable_.find(endpoint.node); it != unreachable_.end()) {
+    throw TransportError(it->second, endpoint.node + ": unreachable (fake)");
+  }
+  return std::make_unique<FakeConnection>(*this, endpoint.node);
+}
+
+CommandResult FakeTransport::Answer(const std::string& node, const Command& command) {
+  std::vector<Handler> handlers;
+  {
+    std::lock_guard lock(mutex_);
+    records_.push_back({node, command});
+    handlers = handlers_;
+  }
+  // Newest handler first, so a test can override an earlier default.
+  for (auto it = handlers.rbegin(); it != handlers.rend(); ++it) {
+    if (auto result = (*it)(node, command)) {
+      return *result;
+    }
+  }
+  CommandResult ok;
+  ok.exit_status = 0;
+  return ok;
+}
+
+std::vector<FakeTransport::Record> FakeTransport::Records() const {
+  std::lock_guard lock(mutex_);
+  return records_;
+}
+
+std::vector<FakeTransport::Record> FakeTransport::RecordsFor(const std::string& node) const {
+  std::lock_guard lock(mutex_);
+  std::vector<Record> out;
+  for (const auto& r : records_) {
+    if (r.node == node) {
+      out.push_back(r);
+    }
+  }
+  return out;
+}
+
+int FakeTransport::Connects(const std::string& node) const {
+  std::lock_guard lock(mutex_);
+  auto it = connects_.find(node);
+  return it == connects_.end() ? 0 : it->second;
+}
+
+}  // namespace gpuctl
