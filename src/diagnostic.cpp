@@ -28,9 +28,9 @@ void Diagnostics::Warning(SourceLocation where, std::string message) {
 bool Diagnostics::HasErrors() const { return ErrorCount() > 0; }
 
 std::size_t Diagnostics::ErrorCount() const {
-  return static_cast<std::size_t>(std::count_if(items_.begin(), items_.end(), [](const Diagnostic& d) {
-    return d.severity == Severity::kError;
-  }));
+  return static_cast<std::size_t>(
+      std::count_if(items_.begin(), items_.end(),
+                    [](const Diagnostic& d) { return d.severity == Severity::kError; }));
 }
 
 std::string Diagnostics::Format() const {

@@ -17,9 +17,9 @@
 namespace gpuctl {
 
 // What a probe script's exit status means. Anything else is a probe failure.
-inline constexpr int kProbeSatisfied = 0;   // already done
+inline constexpr int kProbeSatisfied = 0;    // already done
 inline constexpr int kProbeNeedsChange = 1;  // apply would change something
-inline constexpr int kProbeUnknown = 3;     // cannot tell until an earlier step runs
+inline constexpr int kProbeUnknown = 3;      // cannot tell until an earlier step runs
 
 // A dependency on another step: on the same node, or on every node holding
 // `role` (cross-node, e.g. a worker's join waits for the master's init).
@@ -32,32 +32,32 @@ struct StepDependency {
 // When a step applies beyond role and OS family: a condition on the inventory.
 enum class StepCondition {
   kAlways,
-  kHasGpus,        // the node's hardware declares GPUs
-  kHasIb,          // the node's hardware declares IB ports
-  kNfs,            // the inventory has an nfs block
-  kNfsServer,      // this node is the NFS server
-  kNfsClient,      // this node mounts NFS and is not the server
-  kKubernetes,     // orchestrator: kubernetes
-  kSlurm,          // orchestrator: slurm
-  kDocker,         // policy.docker
+  kHasGpus,     // the node's hardware declares GPUs
+  kHasIb,       // the node's hardware declares IB ports
+  kNfs,         // the inventory has an nfs block
+  kNfsServer,   // this node is the NFS server
+  kNfsClient,   // this node mounts NFS and is not the server
+  kKubernetes,  // orchestrator: kubernetes
+  kSlurm,       // orchestrator: slurm
+  kDocker,      // policy.docker
 };
 
 struct Step {
   std::string id;  // "gpu.driver"
   std::string description;
-  std::set<Role> roles;          // applies to nodes holding any of these
-  std::set<OsFamily> families;   // empty: every family
+  std::set<Role> roles;         // applies to nodes holding any of these
+  std::set<OsFamily> families;  // empty: every family
   std::vector<StepCondition> when;
   std::vector<StepDependency> depends;
-  std::string probe;                          // read-only shell script
-  std::map<OsFamily, std::string> change;     // per family; "any" fills both
-  std::string verify;                         // read-only; defaults to probe
-  bool reboot = false;                        // node must reboot after the change
+  std::string probe;                       // read-only shell script
+  std::map<OsFamily, std::string> change;  // per family; "any" fills both
+  std::string verify;                      // read-only; defaults to probe
+  bool reboot = false;                     // node must reboot after the change
   // Inventory parameters the scripts read, each exported as GPUCTL_<NAME>
   // (params.h lists the names); unknown names are load errors.
   std::vector<std::string> params;
-  std::vector<std::string> secrets;           // env vars the change needs; redacted
-  std::string file;                           // playbook it came from
+  std::vector<std::string> secrets;  // env vars the change needs; redacted
+  std::string file;                  // playbook it came from
   SourceLocation where;
 
   [[nodiscard]] bool AppliesTo(const Node& node, const Inventory& inventory) const;

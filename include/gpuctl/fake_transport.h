@@ -20,7 +20,8 @@ class FakeTransport : public Transport {
  public:
   // Decides the result of a script on a node; return nullopt to fall through
   // to the next handler. With no handler matching, the result is exit 0.
-  using Handler = std::function<std::optional<CommandResult>(const std::string& node, const Command&)>;
+  using Handler =
+      std::function<std::optional<CommandResult>(const std::string& node, const Command&)>;
 
   struct Record {
     std::string node;

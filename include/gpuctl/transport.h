@@ -44,7 +44,14 @@ struct Endpoint {
 
 // Why a connection failed, so callers can tell "retry later" (the node is
 // rebooting) from "an admin must act" (host key changed, auth refused).
-enum class ConnectFailure { kUnreachable, kTimeout, kHostKeyChanged, kHostKeyUnknown, kAuth, kOther };
+enum class ConnectFailure {
+  kUnreachable,
+  kTimeout,
+  kHostKeyChanged,
+  kHostKeyUnknown,
+  kAuth,
+  kOther
+};
 
 class TransportError : public std::runtime_error {
  public:

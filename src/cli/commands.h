@@ -7,9 +7,9 @@
 namespace gpuctl::cli {
 
 // Exit codes a script can rely on (docs/exit-codes.md).
-inline constexpr int kExitOk = 0;           // nothing to change / cluster matches
-inline constexpr int kExitError = 1;        // bad input, unreachable node, failed step
-inline constexpr int kExitChanges = 2;      // plan: changes pending; check: mismatches found
+inline constexpr int kExitOk = 0;       // nothing to change / cluster matches
+inline constexpr int kExitError = 1;    // bad input, unreachable node, failed step
+inline constexpr int kExitChanges = 2;  // plan: changes pending; check: mismatches found
 
 struct GlobalOptions {
   int verbosity = 0;

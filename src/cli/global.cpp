@@ -3,7 +3,8 @@
 namespace gpuctl::cli {
 
 void AddGlobalOptions(CLI::App& app, GlobalOptions& global) {
-  app.add_flag("-v,--verbose", global.verbosity, "Show each command sent and its output (repeat for more)");
+  app.add_flag("-v,--verbose", global.verbosity,
+               "Show each command sent and its output (repeat for more)");
   app.add_option("--playbooks", global.playbooks, "Directory of step catalog YAML files")
       ->envname("GPUCTL_PLAYBOOKS");
   app.add_flag("--no-color", global.no_color, "Plain output without ANSI colours");

@@ -6,7 +6,8 @@
 namespace gpuctl::cli {
 
 void SetValidateCommand(CLI::App& app, const GlobalOptions& /*global*/, int& exit_code) {
-  auto* cmd = app.add_subcommand("validate", "Check an inventory (and the step catalog) without touching any node");
+  auto* cmd = app.add_subcommand(
+      "validate", "Check an inventory (and the step catalog) without touching any node");
   auto inventory = std::make_shared<std::string>();
   cmd->add_option("inventory", *inventory, "Inventory YAML file")->required();
   cmd->callback([inventory, &exit_code] {

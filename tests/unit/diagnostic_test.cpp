@@ -6,7 +6,8 @@ namespace gpuctl {
 namespace {
 
 TEST(Diagnostic, FormatsFileLineColumn) {
-  Diagnostic d{Severity::kError, {"inv.yaml", 12, 5}, "unknown key 'adress' (did you mean 'address'?)"};
+  Diagnostic d{
+      Severity::kError, {"inv.yaml", 12, 5}, "unknown key 'adress' (did you mean 'address'?)"};
   EXPECT_EQ(d.Format(), "inv.yaml:12:5: error: unknown key 'adress' (did you mean 'address'?)");
 }
 
