@@ -73,6 +73,13 @@ class Catalog {
   static std::optional<Catalog> Parse(const std::string& text, const std::string& path,
                                       Diagnostics& diagnostics);
 
+  // A catalog from steps built in code (unit tests); no validation.
+  static Catalog FromSteps(std::vector<Step> steps) {
+    Catalog c;
+    c.steps_ = std::move(steps);
+    return c;
+  }
+
   [[nodiscard]] const std::vector<Step>& steps() const { return steps_; }
   [[nodiscard]] const Step* Find(const std::string& id) const;
   // Content hash of the whole catalog: a saved plan records it.
