@@ -20,5 +20,6 @@ struct GlobalOptions {
 
 void AddGlobalOptions(CLI::App& app, GlobalOptions& global);
 void SetValidateCommand(CLI::App& app, const GlobalOptions& global, int& exit_code);
+void SetPlanCommand(CLI::App& app, const GlobalOptions& global, int& exit_code);
 
 }  // namespace gpuctl::cli

@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   gpuctl::cli::AddGlobalOptions(app, global);
   int exit_code = 0;
   gpuctl::cli::SetValidateCommand(app, global, exit_code);
+  gpuctl::cli::SetPlanCommand(app, global, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
