@@ -75,8 +75,9 @@ std::vector<const Step*> OrderedStepsFor(const Node& node, const Inventory& inve
   return ordered;
 }
 
-std::string ItemDigest(const Step& step, const std::map<std::string, std::string>& env) {
-  std::string text = step.id + '\n' + step.probe + '\n' + step.verify + '\n';
+std::string ItemDigest(const Step& step, const std::map<std::string, std::string>& env,
+                       const std::string& prelude) {
+  std::string text = prelude + '\n' + step.id + '\n' + step.probe + '\n' + step.verify + '\n';
   for (const auto& [family, script] : step.change) {
     text += ToString(family) + ':' + script + '\n';
   }
@@ -139,7 +140,9 @@ Plan Plan::Build(const Inventory& inventory, const Catalog& catalog) {
       item.node = node.name;
       item.step = step->id;
       item.env = StepEnvironment(step->params, inventory, node);
-      item.digest = ItemDigest(*step, item.env);
+      // The prelude's helpers pick apt or dnf by this, whatever the step declares.
+      item.env["GPUCTL_OS_FAMILY"] = ToString(node.os.family);
+      item.digest = ItemDigest(*step, item.env, catalog.prelude());
       plan.items_.push_back(std::move(item));
     }
   }

@@ -33,6 +33,13 @@ std::string Tail(const std::string& text, std::size_t max_lines) {
   return pos == 0 ? trimmed : trimmed.substr(pos + 1);
 }
 
+std::string WithPrelude(const std::string& prelude, const std::string& script) {
+  if (prelude.empty()) {
+    return script;
+  }
+  return prelude + "\n# --- step ---\n" + script;
+}
+
 ItemState StateFromProbe(const CommandResult& result, bool alive) {
   if (result.exit_status < 0 && !alive) {
     return ItemState::kUnreachable;
@@ -62,8 +69,9 @@ bool Prober::Verify(const Step& step, PlanItem& item) {
 ItemState Prober::Run(const Step& step, PlanItem& item, const std::string& script,
                       Activity activity) {
   Command command;
-  command.script = script;
+  command.script = WithPrelude(prelude_, script);
   command.env = item.env;
+  // -v shows the step's own script; the prelude is the same for every step.
   reporter_.CommandStarted(item.node, step.id, activity, redactor_.Apply(script));
   CommandResult result = connection_.Run(command);
   result.out = redactor_.Apply(std::move(result.out));

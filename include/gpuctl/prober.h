@@ -14,8 +14,9 @@ namespace gpuctl {
 
 class Prober {
  public:
-  Prober(Connection& connection, Reporter& reporter, const Redactor& redactor)
-      : connection_(connection), reporter_(reporter), redactor_(redactor) {}
+  Prober(Connection& connection, Reporter& reporter, const Redactor& redactor,
+         const std::string& prelude)
+      : connection_(connection), reporter_(reporter), redactor_(redactor), prelude_(prelude) {}
 
   // Runs the step's probe and records the outcome in `item` (state, observed,
   // detail). Returns the new state.
@@ -29,7 +30,11 @@ class Prober {
   Connection& connection_;
   Reporter& reporter_;
   const Redactor& redactor_;
+  const std::string& prelude_;
 };
+
+// The full text sent to a node: the catalog's prelude, then the script.
+std::string WithPrelude(const std::string& prelude, const std::string& script);
 
 // Maps a probe's exit status to an item state; `alive` tells a lost
 // connection apart from a failing probe.

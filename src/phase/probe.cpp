@@ -22,7 +22,7 @@ class ProbePhase : public Phase {
     if (connection == nullptr) {
       return;
     }
-    Prober prober(*connection, context.reporter, context.redactor);
+    Prober prober(*connection, context.reporter, context.redactor, context.catalog.prelude());
     for (const std::size_t id : context.plan.ItemsOf(node.name)) {
       PlanItem& item = context.plan.items()[id];
       const Step* step = context.catalog.Find(item.step);
