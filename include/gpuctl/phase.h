@@ -3,6 +3,7 @@
 // pipeline reads as a list. The steps themselves stay data (the catalog).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -40,5 +41,19 @@ std::unique_ptr<Phase> MakeConnectPhase();
 std::unique_ptr<Phase> MakeProbePhase();
 // Closes every connection.
 std::unique_ptr<Phase> MakeDisconnectPhase();
+// Takes /var/lib/gpuctl/lock on every node (apply only); a node already locked
+// by another run fails with the holder's details unless `break_lock`. CleanUp
+// releases the locks this run took, and only those.
+std::unique_ptr<Phase> MakeLockPhase(std::string run_id, std::string holder, bool break_lock);
+// Runs every item's verification probe (check): satisfied or a mismatch.
+std::unique_ptr<Phase> MakeCheckPhase();
+
+struct ApplyOptions;
+class Executor;
+// Makes the plan true with an Executor, after `proceed` agrees (it shows the
+// plan, compares a saved one, asks for confirmation); a `false` ends the run
+// with nothing changed; `proceeded` tells the caller which way it went.
+std::unique_ptr<Phase> MakeApplyPhase(const ApplyOptions& options,
+                                      std::function<bool(RunContext&)> proceed, bool& proceeded);
 
 }  // namespace gpuctl

@@ -1,6 +1,7 @@
 #include "cli/inputs.h"
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -33,11 +34,13 @@ std::optional<Inputs> LoadInputs(const std::string& inventory_path, const Global
 PlanHeader HeaderFor(const Inputs& inputs) {
   PlanHeader h;
   h.cluster = inputs.inventory.cluster;
-  h.inventory_path = inputs.inventory.path;
+  // Absolute, so `gpuctl apply plan.json` works from any directory.
+  h.inventory_path = std::filesystem::absolute(inputs.inventory.path).string();
   h.inventory_digest = inputs.inventory_digest;
   h.catalog_digest = inputs.catalog.Digest();
-  h.created = fmt::format("{:%Y-%m-%dT%H:%M:%SZ}",
-                          std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()));
+  h.created =
+      fmt::format("{:%Y-%m-%dT%H:%M:%SZ}",
+                  std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()));
   return h;
 }
 

@@ -67,10 +67,9 @@ int RunPlan(const PlanOptions& options, const GlobalOptions& global) {
 
 void SetPlanCommand(CLI::App& app, const GlobalOptions& global, int& exit_code) {
   auto options = std::make_shared<PlanOptions>();
-  auto* cmd = app.add_subcommand(
-      "plan",
-      "Probe every node (read-only) and show what apply would change.\n"
-      "Exit status: 0 nothing to change, 2 changes pending, 1 error.");
+  auto* cmd = app.add_subcommand("plan",
+                                 "Probe every node (read-only) and show what apply would change.\n"
+                                 "Exit status: 0 nothing to change, 2 changes pending, 1 error.");
   cmd->add_option("inventory", options->inventory, "Inventory YAML file")->required();
   cmd->add_option("--out", options->out, "Save the plan (with what each probe saw) as JSON");
   cmd->add_flag("--hide-ok", options->hide_ok, "List only what would change");

@@ -7,10 +7,10 @@
 namespace gpuctl::cli {
 
 void SetValidateCommand(CLI::App& app, const GlobalOptions& global, int& exit_code) {
-  auto* cmd = app.add_subcommand(
-      "validate",
-      "Check an inventory and the step catalog without contacting any node.\n"
-      "Prints every error as file:line:column; exit status 1 if there is any.");
+  auto* cmd =
+      app.add_subcommand("validate",
+                         "Check an inventory and the step catalog without contacting any node.\n"
+                         "Prints every error as file:line:column; exit status 1 if there is any.");
   auto inventory = std::make_shared<std::string>();
   cmd->add_option("inventory", *inventory, "Inventory YAML file")->required();
   cmd->callback([inventory, &global, &exit_code] {
