@@ -3,7 +3,10 @@
 // openssh-server).
 #include "gpuctl/ssh_transport.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -244,6 +247,26 @@ TEST_F(SshTransportTest, NothingListeningIsUnreachable) {
   const auto start = std::chrono::steady_clock::now();
   ConnectFails(sshd_->MakeEndpoint(), ConnectFailure::kUnreachable);
   EXPECT_LT(std::chrono::steady_clock::now() - start, 3s);
+}
+
+TEST_F(SshTransportTest, SilentServerIsATimeout) {
+  // The kernel completes the TCP handshake on a listening socket nobody
+  // accepts from, so the client waits for an SSH banner that never comes.
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof addr;
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(fd, 4), 0);
+  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &length), 0);
+  Endpoint e = sshd_->MakeEndpoint();
+  e.port = ntohs(addr.sin_port);
+  e.connect_timeout = 1s;
+  const auto start = std::chrono::steady_clock::now();
+  ConnectFails(e, ConnectFailure::kTimeout);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 4s);
+  close(fd);
 }
 
 TEST_F(SshTransportTest, ConnectionLostMidCommandReturnsPromptly) {
