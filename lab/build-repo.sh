@@ -134,7 +134,8 @@ build_deb() { # stage
 # Debian arguments (configure / remove / upgrade) so one file serves both.
 rpm_scriptlet() { # file first-line-of-body
   echo "$2"
-  printf 'PKG_NAME=%s\nPKG_VERSION=%s\nPKG_VARIANT=%s\n' "$PKG_NAME" "$PKG_VERSION" "$PKG_VARIANT"
+  printf 'PKG_NAME=%s\nPKG_VERSION=%s\nPKG_VARIANT=%s\n' "${PKG_RPM_NAME:-$PKG_NAME}" "$PKG_VERSION" \
+    "$PKG_VARIANT"
   sed '1d; s/%/%%/g' "$1"
 }
 
@@ -201,6 +202,10 @@ build_one() ( # dir variant
   # shellcheck source=/dev/null
   source "$dir/package.sh"
   local v
+  # Relation lists may span lines in package.sh; control files want one line.
+  for v in PKG_DEB_DEPENDS PKG_RPM_REQUIRES PKG_PROVIDES PKG_CONFLICTS; do
+    printf -v "$v" '%s' "$(tr -s ' \t\n' ' ' <<<"${!v:-}" | sed 's/^ //; s/ $//')"
+  done
   for v in PKG_NAME PKG_VERSION PKG_SUMMARY; do
     [ -n "${!v:-}" ] || { echo "build-repo: $dir: $v not set (variant '$PKG_VARIANT')" >&2; exit 1; }
   done
@@ -301,6 +306,8 @@ fi
     done
   } >Release
 )
+# createrepo_c records each file's mtime: pin it too.
+touch -d "@$SOURCE_DATE_EPOCH" "$out"/rpm/*.rpm
 createrepo_c --quiet --no-database --revision "$SOURCE_DATE_EPOCH" --set-timestamp-to-revision \
   "$out/rpm" >/dev/null
 echo "$want" >"$out/.stamp"
