@@ -239,7 +239,8 @@ list_builds() {
     [ -f "$d/package.sh" ] || continue
     (
       unset -f pkg_variants
-      PKG_VARIANT= PKG_DIR=$d
+      # shellcheck disable=SC2034 # read by the package.sh sourced below
+      PKG_VARIANT='' PKG_DIR=$d
       # shellcheck source=/dev/null
       source "$d/package.sh"
       if declare -F pkg_variants >/dev/null; then
@@ -311,4 +312,5 @@ touch -d "@$SOURCE_DATE_EPOCH" "$out"/rpm/*.rpm
 createrepo_c --quiet --no-database --revision "$SOURCE_DATE_EPOCH" --set-timestamp-to-revision \
   "$out/rpm" >/dev/null
 echo "$want" >"$out/.stamp"
-echo "build-repo: $out/deb ($(ls "$out/deb" | grep -c '\.deb$') debs), $out/rpm ($(ls "$out/rpm" | grep -c '\.rpm$') rpms)"
+debs=("$out"/deb/*.deb) rpms=("$out"/rpm/*.rpm)
+echo "build-repo: $out/deb (${#debs[@]} debs), $out/rpm (${#rpms[@]} rpms)"

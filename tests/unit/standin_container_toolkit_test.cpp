@@ -47,14 +47,12 @@ TEST(ContainerToolkitStandin, CreatesAMissingConfigAndPrintsVersion) {
   if (!HavePython()) GTEST_SKIP() << "/usr/bin/python3 missing: the stand-ins need it";
   StandinNode node;
   std::string config = (node.root() / "etc/containerd/config.toml").string();
-  ASSERT_EQ(node.Run(kCtk, "runtime configure --runtime=containerd --config " + config).status,
-            0);
+  ASSERT_EQ(node.Run(kCtk, "runtime configure --runtime=containerd --config " + config).status, 0);
   std::string text = ReadFile(config);
   EXPECT_EQ(text.rfind("version = 2\n", 0), 0U) << text;
   EXPECT_NE(text.find("BinaryName = \"/usr/bin/nvidia-container-runtime\""), std::string::npos);
   EXPECT_EQ(text.find("default_runtime_name"), std::string::npos);
-  EXPECT_EQ(node.Run(kCtk, "--version").out.rfind("NVIDIA Container Toolkit CLI version ", 0),
-            0U);
+  EXPECT_EQ(node.Run(kCtk, "--version").out.rfind("NVIDIA Container Toolkit CLI version ", 0), 0U);
 }
 
 }  // namespace

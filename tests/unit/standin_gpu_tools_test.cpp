@@ -24,9 +24,10 @@ class GpuToolsStandin : public ::testing::Test {
   }
   void TearDown() override { unsetenv("OMPI_COMM_WORLD_SIZE"); }
   void Profile(const std::string& faults) const {
-    node_.Profile("LAB_NODE=gpu-01\nGPU_MODEL=H100\nGPU_COUNT=8\n"
-                  "IB_PORTS=\"mlx5_0:1:400:Active mlx5_1:1:400:Active\"\nFAULTS=\"" +
-                  faults + "\"\n");
+    node_.Profile(
+        "LAB_NODE=gpu-01\nGPU_MODEL=H100\nGPU_COUNT=8\n"
+        "IB_PORTS=\"mlx5_0:1:400:Active mlx5_1:1:400:Active\"\nFAULTS=\"" +
+        faults + "\"\n");
   }
   // The "# Avg bus bandwidth" figure of a two-node run.
   double AvgBusBw() const {
@@ -39,7 +40,7 @@ class GpuToolsStandin : public ::testing::Test {
   StandinNode node_;
 };
 
-TEST_F(GpuToolsStandin, AllReducePerfPrintsTheRealReport) {
+TEST_F(GpuToolsStandin, AllReducePerfPrintsTheRealFormat) {
   RunResult r = node_.Run(kAllReduce, "-b 8 -e 128M -f 2 -g 8");
   ASSERT_EQ(r.status, 0);
   auto lines = Lines(r.out);
@@ -61,7 +62,7 @@ TEST_F(GpuToolsStandin, AllReduceBandwidthFollowsTheIbPorts) {
   double both_up = AvgBusBw();
   Profile("ib-down=mlx5_1");
   double one_down = AvgBusBw();
-  EXPECT_GT(both_up, 80.0);   // 2 x 400 Gb/s = 100 GB/s on the wire
+  EXPECT_GT(both_up, 80.0);  // 2 x 400 Gb/s = 100 GB/s on the wire
   EXPECT_LT(both_up, 100.0);
   EXPECT_NEAR(one_down, both_up / 2, both_up * 0.05);
 }

@@ -44,8 +44,8 @@ TEST_F(IbStandin, IbstatShowsActiveAndDownPorts) {
     covered += static_cast<size_t>(it->length());
   }
   EXPECT_EQ(covered, r.out.size()) << r.out;
-  EXPECT_EQ(states, (std::vector<std::string>{"mlx5_0 Active LinkUp 200",
-                                              "mlx5_1 Down Polling 10"}));
+  EXPECT_EQ(states,
+            (std::vector<std::string>{"mlx5_0 Active LinkUp 200", "mlx5_1 Down Polling 10"}));
   EXPECT_EQ(node_.Run(kIbstat, "-l").out, "mlx5_0\nmlx5_1\n");
   EXPECT_EQ(node_.Run(kIbstat, "").out, r.out) << "GUIDs are stable per node";
 }

@@ -93,18 +93,17 @@ class StandinNode {
 
   // Runs a tool by its path in the source tree ("nvidia-utils/root/usr/bin/
   // nvidia-smi"), through /usr/bin/python3 or /bin/sh per its first line.
-  RunResult Run(const std::string& tool, const std::string& args,
-                bool with_stderr = false) const {
+  RunResult Run(const std::string& tool, const std::string& args, bool with_stderr = false) const {
     std::filesystem::path path = StandinsDir() / tool;
     std::string interpreter =
         ReadFile(path).rfind("#!/usr/bin/python3", 0) == 0 ? "/usr/bin/python3" : "/bin/sh";
     std::string python_path =
         (StandinsDir() / "gpuctl-lab-common/root/usr/lib/gpuctl-lab/python").string();
-    std::string command = "GPUCTL_LAB_ROOT=" + Quote(root_.string()) +
-                          " GPUCTL_LAB_PROFILE=" +
-                          Quote((root_ / "etc/gpuctl-lab/profile.env").string()) +
-                          " PYTHONPATH=" + Quote(python_path) + " " + interpreter + " " +
-                          Quote(path.string()) + " " + args + (with_stderr ? " 2>&1" : "");
+    std::string command =
+        "GPUCTL_LAB_ROOT=" + Quote(root_.string()) +
+        " GPUCTL_LAB_PROFILE=" + Quote((root_ / "etc/gpuctl-lab/profile.env").string()) +
+        " PYTHONPATH=" + Quote(python_path) + " " + interpreter + " " + Quote(path.string()) + " " +
+        args + (with_stderr ? " 2>&1" : "");
     return RunShell(command);
   }
 

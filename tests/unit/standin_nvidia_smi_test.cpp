@@ -145,8 +145,8 @@ TEST_F(NvidiaSmiStandin, TableHasRealLayout) {
   for (size_t i = 0; i < real.size(); ++i) {
     EXPECT_EQ(ours[i].size(), real[i].size()) << "line " << i << ": " << ours[i];
     // Lines without per-board readings (bus id, temperature, power) are equal.
-    bool board_line = real[i].find("00000000:") != std::string::npos ||
-                      real[i].find("W /") != std::string::npos;
+    bool board_line =
+        real[i].find("00000000:") != std::string::npos || real[i].find("W /") != std::string::npos;
     if (i > 0 && !board_line) {
       EXPECT_EQ(ours[i], real[i]) << "line " << i;
     }
@@ -159,8 +159,8 @@ TEST_F(NvidiaSmiStandin, VersionAndTopologyEqualReal) {
   // The capture's machine had 16 CPUs; the topology lists the CPUs here.
   std::string topo = Smi("topo -m").out;
   std::string cpus = "0-" + std::to_string(sysconf(_SC_NPROCESSORS_ONLN) - 1);
-  EXPECT_EQ(topo, std::regex_replace(Fixture("topo.txt"), std::regex("\t0-15\t"),
-                                     "\t" + cpus + "\t"));
+  EXPECT_EQ(topo,
+            std::regex_replace(Fixture("topo.txt"), std::regex("\t0-15\t"), "\t" + cpus + "\t"));
 }
 
 TEST_F(NvidiaSmiStandin, GpuMissingHidesGpus) {

@@ -27,8 +27,8 @@ TEST(StandinRepo, BuildsDebAndRpmReposFromTheStandins) {
   ASSERT_EQ(first.status, 0) << first.out;
 
   std::string packages = ReadFile(out / "deb/Packages");
-  for (const char* name : {"nvidia-driver-550", "nvidia-utils-580", "cuda-toolkit-12-4",
-                           "libnccl2", "mlnx-ofed-all", "nvidia-container-toolkit"}) {
+  for (const char* name : {"nvidia-driver-550", "nvidia-utils-580", "cuda-toolkit-12-4", "libnccl2",
+                           "mlnx-ofed-all", "nvidia-container-toolkit"}) {
     EXPECT_NE(packages.find(std::string("Package: ") + name + "\n"), std::string::npos) << name;
   }
   EXPECT_TRUE(std::filesystem::exists(out / "deb/Packages.gz"));
@@ -38,13 +38,14 @@ TEST(StandinRepo, BuildsDebAndRpmReposFromTheStandins) {
 
   // The CUDA 13.0 stand-in's nvcc says what the real one said on the H100.
   std::filesystem::path unpacked = scratch.root() / "unpacked";
-  ASSERT_EQ(RunShell("dpkg-deb -x " + Quote((out / "deb/cuda-toolkit-13-0_13.0.1-1_all.deb").string()) +
-                     " " + Quote(unpacked.string()))
-                .status,
-            0);
-  EXPECT_EQ(RunShell(Quote((unpacked / "usr/local/cuda-13.0/bin/nvcc").string()) + " --version")
-                .out,
-            ReadFile(NvidiaFixtures() / "nvcc.txt"));
+  ASSERT_EQ(
+      RunShell("dpkg-deb -x " + Quote((out / "deb/cuda-toolkit-13-0_13.0.1-1_all.deb").string()) +
+               " " + Quote(unpacked.string()))
+          .status,
+      0);
+  EXPECT_EQ(
+      RunShell(Quote((unpacked / "usr/local/cuda-13.0/bin/nvcc").string()) + " --version").out,
+      ReadFile(NvidiaFixtures() / "nvcc.txt"));
 
   RunResult again = RunShell(build);
   EXPECT_EQ(again.status, 0);
