@@ -11,6 +11,7 @@ nvidia.com/gpu there.
 import json
 import os
 import re
+import signal
 import sys
 import time
 
@@ -537,4 +538,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # die quietly on a closed pipe, as Go tools do
     sys.exit(main(sys.argv[1:]))

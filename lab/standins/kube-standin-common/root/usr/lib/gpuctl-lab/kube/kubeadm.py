@@ -20,6 +20,7 @@ import shutil
 import socket
 import string
 import subprocess
+import signal
 import sys
 import time
 
@@ -984,4 +985,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # die quietly on a closed pipe, as Go tools do
     sys.exit(main(sys.argv[1:]))

@@ -12,9 +12,9 @@ import calendar
 import json
 import os
 import re
+import signal
 import sys
 import time
-import urllib.request
 
 import jsonpath
 import kubelib as kl
@@ -549,6 +549,7 @@ def read_sources(files, recursive=False):
                 with open(FLANNEL_MANIFEST, encoding="utf-8") as fh:
                     out.append((f, fh.read()))
                 continue
+            import urllib.request  # noqa: PLC0415 - only for URLs
             try:
                 with urllib.request.urlopen(f, timeout=10) as r:
                     out.append((f, r.read().decode()))
@@ -1070,6 +1071,7 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # die quietly on a closed pipe, as Go tools do
     try:
         sys.exit(main(sys.argv[1:]))
     except BrokenPipeError:

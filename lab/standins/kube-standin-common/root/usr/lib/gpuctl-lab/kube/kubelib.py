@@ -23,8 +23,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 
 import miniyaml
 
@@ -169,15 +167,18 @@ def containerd_state():
 def _dpkg_version(pkg):
     try:
         with open(rpath("/var/lib/dpkg/status"), encoding="utf-8", errors="replace") as f:
-            text = f.read()
+            text = "\n" + f.read()
     except OSError:
         return None
-    for para in text.split("\n\n"):
-        if re.search(r"^Package: %s$" % re.escape(pkg), para, re.M) and \
-                re.search(r"^Status: install ok installed$", para, re.M):
+    i = text.find("\nPackage: %s\n" % pkg)
+    while i >= 0:
+        end = text.find("\n\n", i + 1)
+        para = text[i:end if end >= 0 else len(text)]
+        if "\nStatus: install ok installed" in para:
             m = re.search(r"^Version: (.+)$", para, re.M)
             if m:
                 return m.group(1)
+        i = text.find("\nPackage: %s\n" % pkg, i + 1)
     return None
 
 
@@ -194,11 +195,12 @@ def _rpm_version(pkg):
 
 def package_version(pkg):
     """Kubernetes version (x.y.z) of an installed stand-in package."""
-    for v in (os.environ.get("GPUCTL_KUBE_VERSION_" + pkg.upper().replace("-", "_")),
-              os.environ.get("GPUCTL_KUBE_VERSION"), _dpkg_version(pkg), _rpm_version(pkg)):
+    for get in (lambda: os.environ.get("GPUCTL_KUBE_VERSION_" + pkg.upper().replace("-", "_")),
+                lambda: os.environ.get("GPUCTL_KUBE_VERSION"), lambda: _dpkg_version(pkg),
+                lambda: _rpm_version(pkg)):
         # Only Kubernetes-shaped versions count: a host may carry another
         # "kubectl" package (Google Cloud SDK's is 1:528.0.0-0).
-        m = re.match(r"^v?(1)\.(\d+)\.(\d+)", v or "")
+        m = re.match(r"^v?(1)\.(\d+)\.(\d+)", get() or "")
         if m:
             return "%s.%s.%s" % m.groups()
     return DEFAULT_VERSION
@@ -657,6 +659,8 @@ class Client:
         return cls(kc.hostport, kc.cert_pem, kc.ca_pem, timeout=timeout)
 
     def request(self, method, path, body=None, query=None):
+        import urllib.error  # noqa: PLC0415 - costly import, only when talking to a server
+        import urllib.request  # noqa: PLC0415
         url = "http://%s%s" % (self.hostport, path)
         if query:
             url += "?" + "&".join("%s=%s" % (k, urllib.request.quote(str(v)))
