@@ -930,9 +930,13 @@ def do_release(s, b, t):
 
 
 def do_apply(s, objs, default_ns, delete, t, create=False):
-    results = []
+    results = [None] * len(objs)
     changed = False
-    for o in objs:
+    order = list(range(len(objs)))
+    if delete:  # namespaces go last: deleting one takes its contents with it
+        order.sort(key=lambda i: objs[i].get("kind") == "Namespace")
+    for idx in order:
+        o = objs[idx]
         kind = o.get("kind", "")
         api = o.get("apiVersion", "")
         md = o.get("metadata") or {}
@@ -959,13 +963,13 @@ def do_apply(s, objs, default_ns, delete, t, create=False):
                 res["action"] = "unchanged" if name in s["namespaces"] else "created"
                 s["namespaces"].setdefault(name, {"created": t})
             changed = True
-            results.append(res)
+            results[idx] = res
             continue
         ns = None if kind in CLUSTER_SCOPED else (md.get("namespace") or default_ns)
         key = "%s/%s/%s/%s" % (group, kind, ns or "", name)
         if ns and ns not in s["namespaces"] and not delete:
             res["error"] = ("NotFound", "namespaces \"%s\" not found" % ns)
-            results.append(res)
+            results[idx] = res
             continue
         if delete:
             if key in s["objects"]:
@@ -974,13 +978,13 @@ def do_apply(s, objs, default_ns, delete, t, create=False):
                 changed = True
             else:
                 res["error"] = ("NotFound", "%s \"%s\" not found" % (res["resource"], name))
-            results.append(res)
+            results[idx] = res
             continue
         digest = hashlib.sha256(json.dumps(o, sort_keys=True).encode()).hexdigest()
         old = s["objects"].get(key)
         if old and create:
             res["error"] = ("AlreadyExists", "%s \"%s\" already exists" % (res["resource"], name))
-            results.append(res)
+            results[idx] = res
             continue
         if old and old["hash"] == digest:
             res["action"] = "unchanged"
@@ -990,7 +994,7 @@ def do_apply(s, objs, default_ns, delete, t, create=False):
                                  "namespace": ns, "hash": digest, "body": o,
                                  "created": old["created"] if old else t}
             changed = True
-        results.append(res)
+        results[idx] = res
     if changed:
         STORE.save()
     return {"results": results}

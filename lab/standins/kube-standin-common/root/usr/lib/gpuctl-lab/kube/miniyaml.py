@@ -349,6 +349,8 @@ def _needs_quote(s):
         return True
     if not isinstance(scalar(s), str):
         return True
+    if re.match(r"^\d{4}-\d\d?-\d\d?([Tt ]|$)", s):  # YAML 1.1 timestamps
+        return True
     if s.lower() in ("y", "n", "yes", "no", "on", "off"):
         return True
     if ": " in s or " #" in s or s.endswith(":"):
