@@ -68,6 +68,16 @@ def images(version):
             r + "coredns/coredns:" + coredns, r + "pause:" + pause, r + "etcd:3.5.15-0"]
 
 
+KUBELET_UNHEALTHY = (
+    "The HTTP call equal to 'curl -sSL http://127.0.0.1:10248/healthz' returned error: Get "
+    "\"http://127.0.0.1:10248/healthz\": dial tcp 127.0.0.1:10248: connect: connection "
+    "refused.\n\nUnfortunately, an error has occurred, likely caused by:\n\t- The kubelet is "
+    "not running\n\t- The kubelet is unhealthy due to a misconfiguration of the node in some "
+    "way (required cgroups disabled)\n\nIf you are on a systemd-powered system, you can try "
+    "to troubleshoot the error with the following commands:\n\t- 'systemctl status kubelet'"
+    "\n\t- 'journalctl -xeu kubelet'")
+
+
 # ------------------------------------------------------------------ preflight
 
 def _port_in_use(port):
@@ -482,9 +492,20 @@ def cmd_init(argv):
     os.makedirs(kl.rpath("/var/lib/etcd/member"), exist_ok=True)
     out("[kubelet-start] Starting the kubelet")
     kl.systemctl("daemon-reload")
+    kl.systemctl("enable", "kubelet.service")
+    kl.systemctl("restart", "kubelet.service")
+    # The real kubelet now starts the static pods; here the control plane is one unit.
     kl.systemctl("enable", "--now", "gpuctl-lab-apiserver.service")
     out("[wait-control-plane] Waiting for the kubelet to boot up the control plane as static "
         "Pods from directory \"%s/manifests\"" % K)
+    kwait = kl.setting("KUBE_KUBELET_WAIT_S", 240)
+    out("[kubelet-check] Waiting for a healthy kubelet at http://127.0.0.1:10248/healthz. This "
+        "can take up to %s" % kl.format_duration(kwait))
+    took = wait_kubelet(kwait)
+    if took is None:
+        out("[kubelet-check] The kubelet is not healthy after %s" % kl.format_duration(kwait))
+        phase_fail("wait-control-plane", KUBELET_UNHEALTHY)
+    out("[kubelet-check] The kubelet is healthy after %.9fs" % (took + 0.5))
     api_wait = kl.setting("KUBE_API_WAIT_S", 240)
     client = kl.Client("%s:%d" % (addr, port), timeout=5)
     t0 = time.time()
@@ -497,9 +518,6 @@ def cmd_init(argv):
         except (kl.ConnError, kl.ApiError):
             pass
         time.sleep(0.3)
-    out("[kubelet-check] Waiting for a healthy kubelet at http://127.0.0.1:10248/healthz. This "
-        "can take up to %s" % kl.format_duration(api_wait))
-    out("[kubelet-check] The kubelet is healthy after %.9fs" % (0.5 + time.time() % 0.5))
     out("[api-check] Waiting for a healthy API server. This can take up to %s"
         % kl.format_duration(api_wait))
     if not healthy:
@@ -547,8 +565,6 @@ def cmd_init(argv):
                  "certificates in the cluster",
                  "Creating the \"cluster-info\" ConfigMap in the \"kube-public\" namespace"):
         out("[bootstrap-token] " + line)
-    kl.systemctl("enable", "kubelet.service")
-    kl.systemctl("restart", "kubelet.service")
     out("[kubelet-finalize] Updating \"%s/kubelet.conf\" to point to a rotatable kubelet client "
         "certificate and key" % K)
     out("[addons] Applied essential addon: CoreDNS")
@@ -703,15 +719,7 @@ def cmd_join(argv):
     took = wait_kubelet(wait)
     if took is None:
         out("[kubelet-check] The kubelet is not healthy after %s" % kl.format_duration(wait))
-        phase_fail("kubelet-start", "The HTTP call equal to 'curl -sSL "
-                   "http://127.0.0.1:10248/healthz' returned error: Get "
-                   "\"http://127.0.0.1:10248/healthz\": dial tcp 127.0.0.1:10248: connect: "
-                   "connection refused.\n\nUnfortunately, an error has occurred, likely caused "
-                   "by:\n\t- The kubelet is not running\n\t- The kubelet is unhealthy due to a "
-                   "misconfiguration of the node in some way (required cgroups disabled)\n\n"
-                   "If you are on a systemd-powered system, you can try to troubleshoot the "
-                   "error with the following commands:\n\t- 'systemctl status kubelet'\n\t- "
-                   "'journalctl -xeu kubelet'")
+        phase_fail("kubelet-start", KUBELET_UNHEALTHY)
     out("[kubelet-check] The kubelet is healthy after %.9fs" % (took + 0.5))
     out("[kubelet-start] Waiting for the kubelet to perform the TLS Bootstrap")
     out("""
