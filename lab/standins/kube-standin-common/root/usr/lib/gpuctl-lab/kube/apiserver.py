@@ -403,6 +403,7 @@ class Pods:
                            enumerate(tspec.get("containers") or [{}])) or ("main",)
         init = len(tspec.get("initContainers") or [])
         host_net = bool(tspec.get("hostNetwork"))
+        labels = dict(((spec.get("template") or {}).get("metadata") or {}).get("labels") or {})
         tolerate_cp = any(x.get("operator") == "Exists" and not x.get("key") or
                           x.get("key") == "node-role.kubernetes.io/control-plane"
                           for x in tspec.get("tolerations") or [])
@@ -420,7 +421,7 @@ class Pods:
                 else:
                     st = "Running" if self.ready(n) else "ContainerCreating"
                 self.add(ns, "%s-%s" % (name, sfx(name + r["uid"])), r, wl, o["created"], st,
-                         containers, init, host_net)
+                         containers, init, host_net, labels)
         elif kind in ("Deployment", "StatefulSet", "ReplicaSet"):
             replicas = int(spec.get("replicas", 1) or 0)
             wl = self.workload("Deployment", ns, name, o["created"], tspec.get("nodeSelector"),
@@ -430,7 +431,7 @@ class Pods:
                 node = self.pick(tolerate_cp, i)
                 self.add(ns, "%s-%s-%s" % (name, rs, sfx("%s%d" % (name, i))), node, wl,
                          o["created"], "Running" if node else "Pending", containers, init,
-                         host_net)
+                         host_net, labels)
         elif kind == "Pod":
             pspec = spec
             want = pspec.get("nodeName")
@@ -439,7 +440,8 @@ class Pods:
             ok = node is not None and self.ready(node["name"])
             self.add(ns, name, node, (None, ns, None), o["created"],
                      "Running" if ok else "Pending",
-                     tuple(c.get("name", "c") for c in pspec.get("containers") or [{}]))
+                     tuple(c.get("name", "c") for c in pspec.get("containers") or [{}]),
+                     labels=dict((o["body"].get("metadata") or {}).get("labels") or {}))
 
     def gpu_operator(self, rel):
         ns, rname, t0 = rel["namespace"], rel["name"], rel["firstDeployed"]
@@ -453,11 +455,13 @@ class Pods:
             wl = self.workload("Deployment", ns, "%s-%s" % (nfd, part), t0, None, 1)
             node = self.pick(True)
             self.add(ns, "%s-%s-%s-%s" % (nfd, part, sfx(part + rname, 10), sfx(part + "0")),
-                     node, wl, t0, "Running" if node else "Pending", (part,))
+                     node, wl, t0, "Running" if node else "Pending", (part,),
+                     labels={"app.kubernetes.io/name": "node-feature-discovery", "role": part})
         wl = self.workload("DaemonSet", ns, nfd + "-worker", t0)
         for r in self.nodes:
             self.add(ns, "%s-worker-%s" % (nfd, sfx("nfdw" + r["uid"])), r, wl, t0,
-                     "Running" if self.ready(r["name"]) else "Pending", ("worker",))
+                     "Running" if self.ready(r["name"]) else "Pending", ("worker",),
+                     labels={"app.kubernetes.io/name": "node-feature-discovery", "role": "worker"})
         operands = (
             ("nvidia-driver-daemonset", "driver"),
             ("nvidia-container-toolkit-daemonset", "container-toolkit"),
@@ -495,11 +499,12 @@ class Pods:
                 else:
                     st, init = ("Running" if gs["running"] else "Init:0/1"), 1
                 self.add(ns, "%s-%s" % (dsname, sfx(dsname + r["uid"])), r, wl, t0, st,
-                         (comp,), init, comp == "driver")
+                         (comp,), init, comp == "driver", {"app": dsname})
         for r, gs in gpu_nodes:
             if gs["running"]:
                 self.add(ns, "nvidia-cuda-validator-%s" % sfx("cudaval" + r["uid"]), r,
-                         (None, ns, None), t0, "Completed", ("nvidia-cuda-validator",), 1)
+                         (None, ns, None), t0, "Completed", ("nvidia-cuda-validator",), 1,
+                         labels={"app": "nvidia-cuda-validator"})
 
 
 def is_flannel(o):
