@@ -4,12 +4,12 @@
 // through their packaged /usr/bin wrappers with GPUCTL_KUBE_ROOT giving each
 // fake node its own filesystem. Heartbeats are driven with `kubelet --once`.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/wait.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -31,8 +31,8 @@ namespace fs = std::filesystem;
 using std::chrono::steady_clock;
 
 constexpr int kGpuCount = 4;
-const fs::path kStandins = fs::path(GPUCTL_SOURCE_DIR) / "lab" / "standins";
-const fs::path kLibDir = kStandins / "kube-standin-common/root/usr/lib/gpuctl-lab/kube";
+fs::path Standins() { return fs::path(GPUCTL_SOURCE_DIR) / "lab" / "standins"; }
+fs::path LibDir() { return Standins() / "kube-standin-common/root/usr/lib/gpuctl-lab/kube"; }
 
 struct Result {
   int rc = -1;
@@ -47,8 +47,8 @@ std::string ReadFile(const fs::path& p) {
   return ss.str();
 }
 
-void WriteFile(const fs::path& p, const std::string& text, fs::perms mode = fs::perms::owner_read |
-                                                                             fs::perms::owner_write) {
+void WriteFile(const fs::path& p, const std::string& text,
+               fs::perms mode = fs::perms::owner_read | fs::perms::owner_write) {
   fs::create_directories(p.parent_path());
   std::ofstream(p) << text;
   fs::permissions(p, mode);
@@ -58,8 +58,7 @@ void WriteFile(const fs::path& p, const std::string& text, fs::perms mode = fs::
 std::string Python() { return fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3"; }
 
 bool HavePython() {
-  return fs::exists("/usr/bin/python3") ||
-         std::system("command -v python3 >/dev/null 2>&1") == 0;
+  return fs::exists("/usr/bin/python3") || std::system("command -v python3 >/dev/null 2>&1") == 0;
 }
 
 // GET /healthz on 127.0.0.1:port; true when the server answers "ok".
@@ -92,8 +91,9 @@ class KubeStandinTest : public ::testing::Test {
   virtual int GraceSeconds() const { return 40; }
 
   void SetUp() override {
-    if (!HavePython()) GTEST_SKIP() << "python3 is not installed; the Kubernetes stand-ins are "
-                                       "python3 programs";
+    if (!HavePython())
+      GTEST_SKIP() << "python3 is not installed; the Kubernetes stand-ins are "
+                      "python3 programs";
     char tmpl[] = "/tmp/gpuctl-kube-test-XXXXXX";
     ASSERT_NE(::mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
@@ -106,14 +106,13 @@ class KubeStandinTest : public ::testing::Test {
               "GPU_MODEL=\"NVIDIA H100 80GB HBM3\"\nGPU_COUNT=0\nFAULTS=\n");
     WriteFile(dir_ / "worker/profile.env",
               "LAB_NODE=worker1\nLAB_ADDRESS=127.0.0.1\nLAB_MASTER_ADDRESS=127.0.0.1\n"
-              "GPU_MODEL=\"NVIDIA H100 80GB HBM3\"\nGPU_COUNT=" + std::to_string(kGpuCount) +
-                  "\nFAULTS=\n");
+              "GPU_MODEL=\"NVIDIA H100 80GB HBM3\"\nGPU_COUNT=" +
+                  std::to_string(kGpuCount) + "\nFAULTS=\n");
     // The driver stand-in's nvidia-smi is another package; a tiny fake will do.
     std::string smi = "#!/bin/sh\n[ \"$1\" = -L ] || exit 0\n";
     for (int i = 0; i < kGpuCount; ++i) {
-      smi += "echo 'GPU " + std::to_string(i) +
-             ": NVIDIA H100 80GB HBM3 (UUID: GPU-0000000" + std::to_string(i) +
-             "-1111-2222-3333-444444444444)'\n";
+      smi += "echo 'GPU " + std::to_string(i) + ": NVIDIA H100 80GB HBM3 (UUID: GPU-0000000" +
+             std::to_string(i) + "-1111-2222-3333-444444444444)'\n";
     }
     WriteFile(dir_ / "gpubin/nvidia-smi", smi, fs::perms::owner_all);
     StartServer();
@@ -132,7 +131,7 @@ class KubeStandinTest : public ::testing::Test {
     const fs::path log = dir_ / "apiserver.log";
     const std::string profile = (dir_ / "master/profile.env").string();
     const std::string grace = std::to_string(GraceSeconds());
-    const std::string script = (kLibDir / "apiserver.py").string();
+    const std::string script = (LibDir() / "apiserver.py").string();
     const std::string port_file = (dir_ / "port").string();
     const std::string python = Python();
     const std::string state = (dir_ / "master/var/lib/gpuctl-lab/apiserver").string();
@@ -147,8 +146,8 @@ class KubeStandinTest : public ::testing::Test {
       ::setenv("GPUCTL_LAB_PROFILE", profile.c_str(), 1);
       ::setenv("GPUCTL_KUBE_GRACE_S", grace.c_str(), 1);
       ::setenv("PYTHONDONTWRITEBYTECODE", "1", 1);
-      ::execlp(python.c_str(), "python3", "-B", script.c_str(), "--bind", "127.0.0.1", "--port", "0",
-               "--port-file", port_file.c_str(), "--state-dir", state.c_str(),
+      ::execlp(python.c_str(), "python3", "-B", script.c_str(), "--bind", "127.0.0.1", "--port",
+               "0", "--port-file", port_file.c_str(), "--state-dir", state.c_str(),
                static_cast<char*>(nullptr));
       ::_exit(127);
     }
@@ -175,15 +174,16 @@ class KubeStandinTest : public ::testing::Test {
              const std::string& extra_env = "") {
     std::string path;
     for (const char* pkg : {"kubeadm", "kubelet", "kubectl", "helm"}) {
-      path += (kStandins / pkg / "root/usr/bin").string() + ":";
+      path += (Standins() / pkg / "root/usr/bin").string() + ":";
     }
     if (extra_env.find("WITH_GPU=1") != std::string::npos) path += (dir_ / "gpubin").string() + ":";
     path += "/usr/local/bin:/usr/bin:/bin";
     const fs::path script = dir_ / "cmd.sh";
     WriteFile(script, cmd + "\n");
     std::ostringstream full;
-    full << "cd " << dir_.string() << " && env -i PATH=" << path << " HOME=" << (dir_ / "home").string()
-         << " LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1 GPUCTL_KUBE_LIBDIR=" << kLibDir.string()
+    full << "cd " << dir_.string() << " && env -i PATH=" << path
+         << " HOME=" << (dir_ / "home").string()
+         << " LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1 GPUCTL_KUBE_LIBDIR=" << LibDir().string()
          << " GPUCTL_KUBE_SYSTEMCTL=true GPUCTL_KUBE_PROC=" << (dir_ / "proc").string()
          << " GPUCTL_KUBE_API_PORT=" << port_ << " GPUCTL_KUBE_DISCOVERY_TIMEOUT_S=1"
          << " GPUCTL_KUBE_ROOT=" << (dir_ / node).string()
@@ -204,9 +204,10 @@ class KubeStandinTest : public ::testing::Test {
 
   // kubeadm init on "master"; returns the output and fills token_/ca_hash_.
   Result Init(const std::string& extra_flags = "") {
-    Result r = Run("kubeadm init --pod-network-cidr=10.244.0.0/16 "
-                   "--apiserver-advertise-address=127.0.0.1 --ignore-preflight-errors=Port-" +
-                   std::to_string(port_) + " " + extra_flags);
+    Result r =
+        Run("kubeadm init --pod-network-cidr=10.244.0.0/16 "
+            "--apiserver-advertise-address=127.0.0.1 --ignore-preflight-errors=Port-" +
+            std::to_string(port_) + " " + extra_flags);
     std::smatch m;
     const std::regex join(
         "kubeadm join 127\\.0\\.0\\.1:" + std::to_string(port_) +
@@ -280,15 +281,15 @@ TEST_F(KubeStandinTest, InitJoinFlannelAndGpuOperatorGiveReadyGpuNodes) {
   ASSERT_EQ(nodes.rc, 0) << nodes.err;
   EXPECT_TRUE(std::regex_search(nodes.out, std::regex("^NAME +STATUS +ROLES +AGE +VERSION\n")))
       << nodes.out;
-  EXPECT_TRUE(std::regex_search(nodes.out,
-                                std::regex("\nmaster +NotReady +control-plane +[0-9]+s +v1\\.")))
+  EXPECT_TRUE(
+      std::regex_search(nodes.out, std::regex("\nmaster +NotReady +control-plane +[0-9]+s +v1\\.")))
       << nodes.out;
   EXPECT_TRUE(std::regex_search(nodes.out, std::regex("\nworker1 +NotReady +<none> +")))
       << nodes.out;
 
   // Flannel: the manifest is recognised; each kubelet writes the conflist.
-  Result flannel = Run(kFlannel + (kLibDir / "manifests/kube-flannel.yml").string(), "master",
-                       AdminEnv());
+  Result flannel =
+      Run(kFlannel + (LibDir() / "manifests/kube-flannel.yml").string(), "master", AdminEnv());
   ASSERT_EQ(flannel.rc, 0) << flannel.err;
   EXPECT_NE(flannel.out.find("daemonset.apps/kube-flannel-ds created"), std::string::npos);
   EXPECT_FALSE(fs::exists(dir_ / "worker/etc/cni/net.d/10-flannel.conflist"));
@@ -296,8 +297,8 @@ TEST_F(KubeStandinTest, InitJoinFlannelAndGpuOperatorGiveReadyGpuNodes) {
   Result hb = Run("kubelet --once", "worker");
   EXPECT_EQ(hb.rc, 0) << hb.err;
   EXPECT_TRUE(fs::exists(dir_ / "worker/etc/cni/net.d/10-flannel.conflist"));
-  Result wait = Run("kubectl wait --for=condition=Ready nodes --all --timeout=20s", "master",
-                    AdminEnv());
+  Result wait =
+      Run("kubectl wait --for=condition=Ready nodes --all --timeout=20s", "master", AdminEnv());
   EXPECT_EQ(wait.rc, 0) << wait.err;
   EXPECT_NE(wait.out.find("node/worker1 condition met"), std::string::npos);
   nodes = Run("kubectl get nodes", "master", AdminEnv());
@@ -307,29 +308,29 @@ TEST_F(KubeStandinTest, InitJoinFlannelAndGpuOperatorGiveReadyGpuNodes) {
   Result repo = Run("helm repo add nvidia https://helm.ngc.nvidia.com/nvidia && helm repo update",
                     "master", AdminEnv());
   ASSERT_EQ(repo.rc, 0) << repo.err;
-  Result helm = Run("helm install --wait gpu-operator -n gpu-operator --create-namespace "
-                    "nvidia/gpu-operator --set driver.enabled=false --set toolkit.enabled=false "
-                    "--timeout 60s",
-                    "master", AdminEnv());
+  Result helm =
+      Run("helm install --wait gpu-operator -n gpu-operator --create-namespace "
+          "nvidia/gpu-operator --set driver.enabled=false --set toolkit.enabled=false "
+          "--timeout 60s",
+          "master", AdminEnv());
   ASSERT_EQ(helm.rc, 0) << helm.out << helm.err;
   EXPECT_NE(helm.out.find("STATUS: deployed"), std::string::npos);
   EXPECT_EQ(Run("kubelet --once", "worker", "WITH_GPU=1").rc, 0);
-  const std::string jp =
-      R"(kubectl get nodes -o jsonpath='{range .items[*]}{.metadata.name}{"\t"})"
-      R"({.status.allocatable.nvidia\.com/gpu}{"\n"}{end}')";
+  const std::string jp = R"(kubectl get nodes -o jsonpath='{range .items[*]}{.metadata.name}{"\t"})"
+                         R"({.status.allocatable.nvidia\.com/gpu}{"\n"}{end}')";
   Result gpus = Run(jp, "master", AdminEnv());
   EXPECT_EQ(gpus.out, "master\t\nworker1\t" + std::to_string(kGpuCount) + "\n") << gpus.err;
-  Result names = Run("kubectl get nodes -o jsonpath='{.items[*].metadata.name}'", "master",
-                     AdminEnv());
+  Result names =
+      Run("kubectl get nodes -o jsonpath='{.items[*].metadata.name}'", "master", AdminEnv());
   EXPECT_EQ(names.out, "master worker1");
   Result list = Run("helm list -A", "master", AdminEnv());
   EXPECT_TRUE(std::regex_search(
       list.out, std::regex("^NAME +\tNAMESPACE +\tREVISION\tUPDATED +\tSTATUS +\tCHART +\t"
                            "APP VERSION\n")))
       << list.out;
-  EXPECT_TRUE(std::regex_search(list.out,
-                                std::regex("\ngpu-operator\tgpu-operator\t1 +\t[^\t]+\tdeployed\t"
-                                           "gpu-operator-v[0-9.]+\t")))
+  EXPECT_TRUE(
+      std::regex_search(list.out, std::regex("\ngpu-operator\tgpu-operator\t1 +\t[^\t]+\tdeployed\t"
+                                             "gpu-operator-v[0-9.]+\t")))
       << list.out;
 
   // Bootstrap tokens show up only in the token commands.
@@ -359,8 +360,9 @@ TEST_F(KubeStandinTest, InitJoinFlannelAndGpuOperatorGiveReadyGpuNodes) {
 }
 
 TEST_F(KubeStandinTest, PreflightRefusesSwapAndUnsetSysctls) {
-  WriteFile(dir_ / "proc/swaps", "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n"
-                                 "/swapfile                               file\t\t1048572\t\t0\t\t-2\n");
+  WriteFile(dir_ / "proc/swaps",
+            "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n"
+            "/swapfile                               file\t\t1048572\t\t0\t\t-2\n");
   WriteFile(dir_ / "proc/sys/net/ipv4/ip_forward", "0\n");
   fs::remove(dir_ / "proc/sys/net/bridge/bridge-nf-call-iptables");
   Result r = Init();
@@ -393,10 +395,9 @@ class KubeStandinShortGraceTest : public KubeStandinTest {
 
 TEST_F(KubeStandinShortGraceTest, NodeGoesNotReadyWhenKubeletStopsPosting) {
   ASSERT_EQ(Init().rc, 0);
-  ASSERT_EQ(Run(kFlannel + (kLibDir / "manifests/kube-flannel.yml").string(), "master",
-                AdminEnv())
-                .rc,
-            0);
+  ASSERT_EQ(
+      Run(kFlannel + (LibDir() / "manifests/kube-flannel.yml").string(), "master", AdminEnv()).rc,
+      0);
   ASSERT_EQ(Run("kubelet --once").rc, 0);
   const std::string ready =
       R"(kubectl get node master -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')";
