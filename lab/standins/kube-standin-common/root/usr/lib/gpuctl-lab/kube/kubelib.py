@@ -39,7 +39,9 @@ GIT_COMMITS = {  # stand-in build metadata per minor (shape of version.Info)
 # ------------------------------------------------------------ paths, profile
 
 def root():
-    return os.environ.get("GPUCTL_KUBE_ROOT", "").rstrip("/")
+    """GPUCTL_KUBE_ROOT, or the other stand-ins' GPUCTL_LAB_ROOT (tests only)."""
+    return (os.environ.get("GPUCTL_KUBE_ROOT") or os.environ.get("GPUCTL_LAB_ROOT") or
+            "").rstrip("/")
 
 
 def rpath(p):
@@ -106,7 +108,8 @@ def setting(name, default):
 
 
 def faults():
-    return set(re.split(r"[,\s]+", profile().get("FAULTS", "").strip())) - {""}
+    """Fault names in the profile's FAULTS (space-separated words, name[=value])."""
+    return {w.partition("=")[0] for w in re.split(r"[,\s]+", profile().get("FAULTS", "")) if w}
 
 
 def api_port():
@@ -193,11 +196,20 @@ def _rpm_version(pkg):
     return r.stdout.strip() if r.returncode == 0 else None
 
 
+def _version_file(pkg):
+    """Written by the package at build time (pkg_stage): versions/<package>."""
+    try:
+        with open(os.path.join(LIBDIR, "versions", pkg), encoding="ascii") as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
 def package_version(pkg):
     """Kubernetes version (x.y.z) of an installed stand-in package."""
     for get in (lambda: os.environ.get("GPUCTL_KUBE_VERSION_" + pkg.upper().replace("-", "_")),
-                lambda: os.environ.get("GPUCTL_KUBE_VERSION"), lambda: _dpkg_version(pkg),
-                lambda: _rpm_version(pkg)):
+                lambda: os.environ.get("GPUCTL_KUBE_VERSION"), lambda: _version_file(pkg),
+                lambda: _dpkg_version(pkg), lambda: _rpm_version(pkg)):
         # Only Kubernetes-shaped versions count: a host may carry another
         # "kubectl" package (Google Cloud SDK's is 1:528.0.0-0).
         m = re.match(r"^v?(1)\.(\d+)\.(\d+)", get() or "")
