@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <unistd.h>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -191,7 +193,8 @@ TEST(InventoryHelpers, NamesRoundTrip) {
 }
 
 TEST(InventoryLoad, ReadsAFileAndReportsAMissingOne) {
-  const fs::path dir = fs::temp_directory_path() / "gpuctl-inventory-test";
+  const fs::path dir =
+      fs::temp_directory_path() / ("gpuctl-inventory-test-" + std::to_string(getpid()));
   fs::create_directories(dir);
   const fs::path file = dir / "inv.yaml";
   std::ofstream(file) << kMinimalInventory << "ssh: {identity_file: id}\n";
