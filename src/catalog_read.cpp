@@ -15,11 +15,20 @@ namespace {
 using yaml::MapReader;
 using yaml::Scalar;
 
-const std::vector<std::string> kStepKeys = {"id",    "description", "roles",  "os",
-                                            "when",  "depends",     "params", "secrets",
-                                            "probe", "change",      "verify", "reboot"};
-const std::vector<std::string> kRoleNames = {"master", "worker", "storage"};
-const std::vector<std::string> kFamilyNames = {"debian", "rhel"};
+const std::vector<std::string>& StepKeys() {
+  static const std::vector<std::string> kKeys = {"id",    "description", "roles",  "os",
+                                                 "when",  "depends",     "params", "secrets",
+                                                 "probe", "change",      "verify", "reboot"};
+  return kKeys;
+}
+const std::vector<std::string>& RoleNames() {
+  static const std::vector<std::string> kKeys = {"master", "worker", "storage"};
+  return kKeys;
+}
+const std::vector<std::string>& FamilyNames() {
+  static const std::vector<std::string> kKeys = {"debian", "rhel"};
+  return kKeys;
+}
 
 bool IsStepId(std::string_view id) {
   return !id.empty() && std::all_of(id.begin(), id.end(), [](char c) {
@@ -68,7 +77,7 @@ class StepReader {
       if (auto role = ParseRole(r.text)) {
         step_.roles.insert(*role);
       } else {
-        source_.Error(r.where, yaml::UnknownName("role", r.text, kRoleNames));
+        source_.Error(r.where, yaml::UnknownName("role", r.text, RoleNames()));
       }
     }
     if (roles->empty()) {
@@ -87,7 +96,7 @@ class StepReader {
       } else if (f.text == "rhel") {
         step_.families.insert(OsFamily::kRhel);
       } else {
-        source_.Error(f.where, yaml::UnknownName("OS family", f.text, kFamilyNames));
+        source_.Error(f.where, yaml::UnknownName("OS family", f.text, FamilyNames()));
       }
     }
     // An empty set means "every family"; an explicit [] surely did not.
@@ -126,7 +135,7 @@ class StepReader {
       if (auto on = d.String("on")) {
         dep.on_role = ParseRole(on->text);
         if (!dep.on_role) {
-          source_.Error(on->where, yaml::UnknownName("role", on->text, kRoleNames));
+          source_.Error(on->where, yaml::UnknownName("role", on->text, RoleNames()));
         }
       }
       if (!dep.step.empty()) {
@@ -226,7 +235,7 @@ void ReadPlaybook(yaml::Source& source, const YAML::Node& root, std::vector<Step
   }
   top.Require({"steps"});
   for (const auto& item : top.List("steps").value_or(std::vector<YAML::Node>{})) {
-    MapReader m(source, item, kStepKeys);
+    MapReader m(source, item, StepKeys());
     if (!m.ok()) {
       continue;
     }

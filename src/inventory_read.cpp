@@ -16,16 +16,30 @@ namespace {
 using yaml::MapReader;
 using yaml::Scalar;
 
-const std::vector<std::string> kTopKeys = {
-    "cluster", "ssh", "orchestrator", "versions", "network", "nfs", "slurm", "policy", "nodes"};
-const std::vector<std::string> kSshKeys = {
-    "user",      "port",        "identity_file",   "become",         "become_password_env",
-    "jump_host", "known_hosts", "connect_timeout", "command_timeout"};
-const std::vector<std::string> kVersionKeys = {
-    "driver_branch",     "cuda",       "cudnn", "nccl",         "ofed",
-    "container_toolkit", "kubernetes", "cni",   "gpu_operator", "slurm"};
-const std::vector<std::string> kNodeKeys = {"name",  "address", "ib_address", "os",
-                                            "roles", "ssh",     "hardware"};
+// Functions rather than globals: a throwing static initialiser could not be
+// caught (cert-err58-cpp).
+const std::vector<std::string>& TopKeys() {
+  static const std::vector<std::string> kKeys = {
+      "cluster", "ssh", "orchestrator", "versions", "network", "nfs", "slurm", "policy", "nodes"};
+  return kKeys;
+}
+const std::vector<std::string>& SshKeys() {
+  static const std::vector<std::string> kKeys = {
+      "user",      "port",        "identity_file",   "become",         "become_password_env",
+      "jump_host", "known_hosts", "connect_timeout", "command_timeout"};
+  return kKeys;
+}
+const std::vector<std::string>& VersionKeys() {
+  static const std::vector<std::string> kKeys = {
+      "driver_branch",     "cuda",       "cudnn", "nccl",         "ofed",
+      "container_toolkit", "kubernetes", "cni",   "gpu_operator", "slurm"};
+  return kKeys;
+}
+const std::vector<std::string>& NodeKeys() {
+  static const std::vector<std::string> kKeys = {"name",  "address", "ib_address", "os",
+                                                 "roles", "ssh",     "hardware"};
+  return kKeys;
+}
 
 constexpr int kMaxPort = 65535;
 constexpr int kMaxTimeout = 7 * 24 * 3600;
@@ -129,7 +143,7 @@ void Reader::AbsolutePath(MapReader& m, std::string_view key, std::string& out) 
 }
 
 void Reader::Top(const YAML::Node& root) {
-  MapReader top(source_, root, kTopKeys);
+  MapReader top(source_, root, TopKeys());
   if (!top.ok()) {
     return;
   }
@@ -140,7 +154,7 @@ void Reader::Top(const YAML::Node& root) {
     }
     inv_.cluster = cluster->text;
   }
-  if (auto ssh = top.Map("ssh", kSshKeys)) {
+  if (auto ssh = top.Map("ssh", SshKeys())) {
     Ssh(*ssh, inv_.ssh);
   }
   if (auto o = top.String("orchestrator")) {
@@ -156,7 +170,7 @@ void Reader::Top(const YAML::Node& root) {
       source_.Error(o->where, yaml::UnknownName("orchestrator", o->text, names));
     }
   }
-  if (auto m = top.Map("versions", kVersionKeys)) {
+  if (auto m = top.Map("versions", VersionKeys())) {
     VersionsBlock(*m);
   }
   if (auto m = top.Map("network", {"subnet", "pod_cidr", "service_cidr"})) {
@@ -301,7 +315,7 @@ void Reader::SlurmBlock(MapReader& m) {
 }
 
 void Reader::NodeItem(const YAML::Node& item) {
-  MapReader m(source_, item, kNodeKeys);
+  MapReader m(source_, item, NodeKeys());
   if (!m.ok()) {
     return;
   }
@@ -342,7 +356,7 @@ void Reader::NodeItem(const YAML::Node& item) {
                     "a node needs at least one role: master, worker or storage");
     }
   }
-  if (auto ssh = m.Map("ssh", kSshKeys)) {
+  if (auto ssh = m.Map("ssh", SshKeys())) {
     Ssh(*ssh, node.ssh);
   }
   if (auto hw = m.Map("hardware", {"gpus", "ib"})) {

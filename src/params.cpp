@@ -17,6 +17,7 @@ std::string Bool(bool value) { return value ? "true" : "false"; }
 
 std::string Names(const std::vector<const Node*>& nodes, std::string_view separator) {
   std::vector<std::string> names;
+  names.reserve(nodes.size());
   for (const Node* n : nodes) {
     names.push_back(n->name);
   }
@@ -33,6 +34,7 @@ std::string Roles(const Node& node) {
 
 std::string IbPorts(const Node& node) {
   std::vector<std::string> ports;
+  ports.reserve(node.hardware.ib.size());
   for (const auto& p : node.hardware.ib) {
     ports.push_back(fmt::format("{}:{}:{}", p.device, p.port, p.rate_gbps));
   }
