@@ -78,6 +78,9 @@ void Catalog::CheckGraph(const std::vector<Step>& steps, Diagnostics& diagnostic
   std::map<std::string, std::size_t> index;
   std::vector<std::string> ids;
   for (std::size_t i = 0; i < steps.size(); ++i) {
+    if (steps[i].id.empty()) {
+      continue;  // already reported as missing
+    }
     auto [it, fresh] = index.emplace(steps[i].id, i);
     if (!fresh) {
       diagnostics.Error(steps[i].where, fmt::format("duplicate step id '{}' (first defined at {})",

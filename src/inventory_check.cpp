@@ -151,13 +151,12 @@ void CheckSlurm(yaml::Source& source, Inventory& inv, const InventoryMarks& mark
   for (const Node* n : inv.WithRole(Role::kWorker)) {
     workers.push_back(n->name);
   }
-  if (slurm.partitions.empty()) {
-    slurm.partitions.push_back({kDefaultPartition, {}, true});
-  }
+  // Partitions as written, parallel to their marks; the default one is added
+  // after.
   std::size_t defaults = 0;
   for (std::size_t p = 0; p < slurm.partitions.size(); ++p) {
     SlurmPartition& partition = slurm.partitions[p];
-    if (partition.is_default && ++defaults == 2) {
+    if (partition.is_default && ++defaults > 1) {
       source.Error(marks.partitions_at[p],
                    fmt::format("partition '{}' is a second default partition", partition.name));
     }
@@ -177,6 +176,9 @@ void CheckSlurm(yaml::Source& source, Inventory& inv, const InventoryMarks& mark
     if (partition.nodes.empty()) {
       partition.nodes = workers;
     }
+  }
+  if (slurm.partitions.empty()) {
+    slurm.partitions.push_back({kDefaultPartition, workers, true});
   }
 }
 

@@ -93,7 +93,8 @@ void Reader::EnvName(MapReader& m, std::string_view key, std::string& out) {
   if (!v) {
     return;
   }
-  if (!IsEnvVarName(v->text)) {
+  // Empty is allowed so that a node can drop a cluster-wide setting.
+  if (!v->text.empty() && !IsEnvVarName(v->text)) {
     // Never echo the value: someone who got this wrong may have pasted the
     // secret itself.
     source_.Error(v->where, fmt::format("'{}' must name an environment variable (letters, "

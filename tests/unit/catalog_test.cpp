@@ -138,10 +138,12 @@ TEST(CatalogErrors, WrongTypes) {
 }
 
 TEST(CatalogErrors, MissingRequired) {
-  auto p = ParseText("steps:\n  - description: nothing else\n");
+  auto p = ParseText("steps:\n  - description: nothing else\n  - description: nor here\n");
   for (const char* key : {"id", "roles", "probe", "change"}) {
     EXPECT_TRUE(HasError(p.diagnostics, 2, 5, std::string("missing required key '") + key + "'"));
   }
+  // Two steps without ids are not duplicates of each other.
+  EXPECT_EQ(p.diagnostics.ErrorCount(), 8U) << p.diagnostics.Format();
   EXPECT_TRUE(HasError(ParseText("{}\n").diagnostics, 1, 1, "missing required key 'steps'"));
 }
 

@@ -64,14 +64,15 @@ nodes:
     address: 198.18.0.10
     os: rocky-9
     roles: [master]
-    ssh: {port: 2200, become: false}
+    ssh: {port: 2200, become: false, become_password_env: ""}
   - {name: w1, address: 198.18.0.11, os: ubuntu-22.04, roles: [worker]}
 )");
   const SshSettings& m1 = inv.nodes[0].ssh;
   EXPECT_EQ(m1.user, "admin");
   EXPECT_EQ(m1.port, 2200);
   EXPECT_FALSE(m1.become);
-  EXPECT_EQ(m1.become_password_env, "LAB_SUDO");
+  EXPECT_EQ(m1.become_password_env, "");
+  EXPECT_EQ(inv.nodes[1].ssh.become_password_env, "LAB_SUDO");
   EXPECT_EQ(m1.command_timeout_s, 600);
   EXPECT_EQ(inv.nodes[1].ssh.port, 2222);
   EXPECT_TRUE(inv.nodes[1].ssh.become);
