@@ -1,7 +1,6 @@
-// Content digests: how a saved plan notices that its inputs changed.
-//
-// 64-bit FNV-1a. It only has to tell "same catalog" from "edited catalog", not
-// resist someone forging a collision, so a few lines beat a crypto dependency.
+// A short content digest (64-bit FNV-1a, 16 hex digits). Used to notice that a
+// step, a catalog or an inventory changed between plan and apply; not a
+// security boundary, so a fast non-cryptographic hash is enough.
 #pragma once
 
 #include <string>
@@ -9,7 +8,6 @@
 
 namespace gpuctl {
 
-// 16 lower-case hex digits.
-std::string Digest(std::string_view data);
+std::string Digest(std::string_view text);
 
 }  // namespace gpuctl
