@@ -71,6 +71,8 @@ const Step* Catalog::Find(const std::string& id) const {
 // positions, so rewording a step does not invalidate saved plans.
 std::string Catalog::Digest() const {
   std::string text;
+  // The prelude is part of every script a node runs.
+  Field(text, "prelude", prelude_);
   for (const auto& s : steps_) {
     Field(text, "id", s.id);
     for (Role r : s.roles) {
@@ -139,6 +141,12 @@ std::optional<Catalog> Catalog::Load(const std::string& dir, Diagnostics& diagno
     found.Error({dir, 0, 0}, "no playbooks (*.yaml) in the playbook directory");
   }
   Catalog catalog;
+  // Optional: a catalog whose scripts call no shared helpers needs none.
+  if (const fs::path prelude = fs::path(dir) / "prelude.sh"; fs::exists(prelude, ec)) {
+    if (auto text = yaml::ReadFile(prelude.string(), found)) {
+      catalog.prelude_ = std::move(*text);
+    }
+  }
   for (const auto& file : files) {
     yaml::Source source(file.string(), found);
     if (auto text = yaml::ReadFile(file.string(), found)) {

@@ -53,6 +53,28 @@ TEST_F(CatalogDir, LoadsFilesSortedByName) {
   EXPECT_EQ(catalog->steps()[1].id, "gpu.driver");
 }
 
+TEST_F(CatalogDir, ReadsThePreludeAndItCountsInTheDigest) {
+  Write("10-os.yaml", "steps:\n" + StepText("os.base"));
+  Diagnostics diagnostics;
+  auto without = Catalog::Load(dir_.string(), diagnostics);
+  ASSERT_TRUE(without) << diagnostics.Format();
+  EXPECT_EQ(without->prelude(), "");
+  Write("prelude.sh", "file_is() { :; }\n");
+  auto with = Catalog::Load(dir_.string(), diagnostics);
+  ASSERT_TRUE(with) << diagnostics.Format();
+  EXPECT_EQ(with->prelude(), "file_is() { :; }\n");
+  EXPECT_NE(with->Digest(), without->Digest());
+}
+
+TEST(CatalogShipped, PlaybooksLoadCleanly) {
+  Diagnostics diagnostics;
+  auto catalog = Catalog::Load(std::string(GPUCTL_SOURCE_DIR) + "/playbooks", diagnostics);
+  ASSERT_TRUE(catalog) << diagnostics.Format();
+  EXPECT_TRUE(diagnostics.All().empty()) << diagnostics.Format();
+  EXPECT_FALSE(catalog->steps().empty());
+  EXPECT_FALSE(catalog->prelude().empty());
+}
+
 TEST_F(CatalogDir, CollectsDiagnosticsAcrossFiles) {
   Write("a.yaml", "steps:\n" + StepText("x") + "  - id: y\n");
   Write("b.yaml", "steps:\n" + StepText("x", "    depends: [nope]\n"));
