@@ -6,11 +6,13 @@
 
 namespace gpuctl {
 
-std::string Digest(std::string_view text) {
-  std::uint64_t hash = 14695981039346656037ULL;
-  for (const char c : text) {
+std::string Digest(std::string_view data) {
+  constexpr std::uint64_t kOffsetBasis = 14695981039346656037ULL;
+  constexpr std::uint64_t kPrime = 1099511628211ULL;
+  std::uint64_t hash = kOffsetBasis;
+  for (char c : data) {
     hash ^= static_cast<unsigned char>(c);
-    hash *= 1099511628211ULL;
+    hash *= kPrime;
   }
   return fmt::format("{:016x}", hash);
 }

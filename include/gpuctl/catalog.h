@@ -66,8 +66,9 @@ struct Step {
 
 class Catalog {
  public:
-  // Loads every playbooks/*.yaml in `dir` (sorted by name). Checks syntax,
-  // unknown keys, types, duplicate ids, unknown dependency ids and cycles.
+  // Loads every playbooks/*.yaml in `dir` (sorted by name), and the prelude
+  // from `dir`/prelude.sh when there is one. Checks syntax, unknown keys,
+  // types, duplicate ids, unknown dependency ids and cycles.
   static std::optional<Catalog> Load(const std::string& dir, Diagnostics& diagnostics);
   // One playbook's text (tests).
   static std::optional<Catalog> Parse(const std::string& text, const std::string& path,
