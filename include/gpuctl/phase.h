@@ -36,11 +36,10 @@ class Pipeline {
 };
 
 // Opens one connection per node, in parallel; unreachable nodes are failed.
+// Its clean-up, the last of any run, closes them all.
 std::unique_ptr<Phase> MakeConnectPhase();
 // Runs every item's probe, nodes in parallel, each node's items in order.
 std::unique_ptr<Phase> MakeProbePhase();
-// Closes every connection.
-std::unique_ptr<Phase> MakeDisconnectPhase();
 // Takes /var/lib/gpuctl/lock on every node (apply only); a node already locked
 // by another run fails with the holder's details unless `break_lock`. CleanUp
 // releases the locks this run took, and only those.

@@ -1,5 +1,6 @@
 // gpuctl apply: compute the plan exactly as `plan` does, show it, confirm,
 // then make it true; or apply a saved plan if nothing moved since.
+#include <pwd.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -55,7 +56,8 @@ std::string DefaultRunDir(const std::string& cluster) {
 std::string Holder() {
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
-  const char* user = std::getenv("USER");
+  const passwd* account = getpwuid(geteuid());
+  const char* user = account != nullptr ? account->pw_name : std::getenv("USER");
   const auto now = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
   return fmt::format("user={} host={} pid={} started={:%Y-%m-%dT%H:%M:%SZ}",
                      user != nullptr ? user : "?", host, getpid(), now);
@@ -178,8 +180,7 @@ int RunApply(const ApplyCliOptions& options, const GlobalOptions& global) {
       .Add(MakeLockPhase(std::filesystem::path(run_dir).filename().string(), Holder(),
                          options.break_lock))
       .Add(MakeProbePhase())
-      .Add(MakeApplyPhase(apply, proceed, proceeded))
-      .Add(MakeDisconnectPhase());
+      .Add(MakeApplyPhase(apply, proceed, proceeded));
   pipeline.Run(context);
 
   const auto errors = context.NodeErrors();

@@ -41,7 +41,7 @@ int RunCheck(const CheckOptions& options, const GlobalOptions& global) {
   RunContext context(inputs->inventory, inputs->catalog, plan, *transport, reporter,
                      {options.connect.concurrency, options.connect.trust_new_host_keys});
   Pipeline pipeline;
-  pipeline.Add(MakeConnectPhase()).Add(MakeCheckPhase()).Add(MakeDisconnectPhase());
+  pipeline.Add(MakeConnectPhase()).Add(MakeCheckPhase());
   pipeline.Run(context);
 
   const auto errors = context.NodeErrors();

@@ -32,11 +32,11 @@ std::string LabScript() {
 }  // namespace
 
 void SetLabCommand(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand(
-      "lab",
-      "Fake GPU nodes on this machine for demos and tests (needs root):\n"
-      "  gpuctl lab up [--name N] [--nodes N] [--profile seed|mixed|slurm]\n"
-      "  gpuctl lab status|down [--name N]   (see `gpuctl lab help`)");
+  auto* cmd =
+      app.add_subcommand("lab",
+                         "Fake GPU nodes on this machine for demos and tests (needs root):\n"
+                         "  gpuctl lab up [--name N] [--nodes N] [--profile seed|mixed|slurm]\n"
+                         "  gpuctl lab status|down [--name N]   (see `gpuctl lab help`)");
   cmd->prefix_command();  // everything after `lab` goes to the lab script
   cmd->callback([cmd, &exit_code] {
     const std::string script = LabScript();

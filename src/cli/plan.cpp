@@ -31,7 +31,7 @@ int RunPlan(const PlanOptions& options, const GlobalOptions& global) {
   RunContext context(inputs->inventory, inputs->catalog, plan, *transport, reporter,
                      {options.connect.concurrency, options.connect.trust_new_host_keys});
   Pipeline pipeline;
-  pipeline.Add(MakeConnectPhase()).Add(MakeProbePhase()).Add(MakeDisconnectPhase());
+  pipeline.Add(MakeConnectPhase()).Add(MakeProbePhase());
   pipeline.Run(context);
 
   const auto errors = context.NodeErrors();

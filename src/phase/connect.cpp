@@ -10,6 +10,14 @@ class ConnectPhase : public Phase {
  public:
   [[nodiscard]] std::string Title() const override { return "connect"; }
 
+  // Connect is the first phase, so this runs last: later phases' clean-ups
+  // (releasing node locks) still have their connections.
+  void CleanUp(RunContext& context) override {
+    for (const auto& node : context.inventory.nodes) {
+      context.DropConnection(node.name);
+    }
+  }
+
   void Run(RunContext& context) override {
     const auto& nodes = context.inventory.nodes;
     ParallelEach(nodes.size(), context.options.concurrency, [&](std::size_t i) {
@@ -46,20 +54,8 @@ class ConnectPhase : public Phase {
   }
 };
 
-class DisconnectPhase : public Phase {
- public:
-  [[nodiscard]] std::string Title() const override { return "disconnect"; }
-  void Run(RunContext& /*context*/) override {}
-  void CleanUp(RunContext& context) override {
-    for (const auto& node : context.inventory.nodes) {
-      context.DropConnection(node.name);
-    }
-  }
-};
-
 }  // namespace
 
 std::unique_ptr<Phase> MakeConnectPhase() { return std::make_unique<ConnectPhase>(); }
-std::unique_ptr<Phase> MakeDisconnectPhase() { return std::make_unique<DisconnectPhase>(); }
 
 }  // namespace gpuctl

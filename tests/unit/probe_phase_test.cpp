@@ -29,7 +29,7 @@ class ProbePhaseTest : public ::testing::Test {
     Plan plan = Plan::Build(inventory, catalog);
     RunContext context(inventory, catalog, plan, transport, quiet, options);
     Pipeline pipeline;
-    pipeline.Add(MakeConnectPhase()).Add(MakeProbePhase()).Add(MakeDisconnectPhase());
+    pipeline.Add(MakeConnectPhase()).Add(MakeProbePhase());
     pipeline.Run(context);
     errors = context.NodeErrors();
     return plan;
