@@ -174,6 +174,11 @@ bool Executor::RunItem(const Node& node, PlanItem& item, bool& reboot_pending) {
   } slot_return{this};
 
   Connection* connection = context_.ConnectionTo(node.name);
+  if (connection == nullptr) {
+    Finish(item, ItemState::kFailed, "no connection to the node");
+    NodeFailed(node, "no connection to the node");
+    return false;
+  }
   const Step& step = *context_.catalog.Find(item.step);
   Prober prober(*connection, context_.reporter, context_.redactor, context_.catalog.prelude());
   // A step whose outcome was unknown at plan time is probed again now that

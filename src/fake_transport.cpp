@@ -1,5 +1,7 @@
 #include "gpuctl/fake_transport.h"
 
+#include "gpuctl/probe_batch.h"
+
 namespace gpuctl {
 
 class FakeConnection : public Connection {
@@ -47,6 +49,25 @@ std::unique_ptr<Connection> FakeTransport::Connect(const Endpoint& endpoint) {
 }
 
 CommandResult FakeTransport::Answer(const std::string& node, const Command& command) {
+  // A batch is answered entry by entry, as a node's shell runs each entry in
+  // its own subshell: tests see (and script) individual probes either way.
+  std::string nonce;
+  std::vector<BatchEntry> entries;
+  if (ParseBatchScript(command.script, nonce, entries)) {
+    CommandResult batch;
+    batch.exit_status = 0;
+    for (auto& entry : entries) {
+      Command single;
+      single.script = std::move(entry.script);
+      single.env = std::move(entry.env);
+      AppendBatchResult(nonce, entry.id, AnswerOne(node, single), batch.out, batch.err);
+    }
+    return batch;
+  }
+  return AnswerOne(node, command);
+}
+
+CommandResult FakeTransport::AnswerOne(const std::string& node, const Command& command) {
   std::vector<Handler> handlers;
   {
     std::lock_guard lock(mutex_);

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "gpuctl/probe_batch.h"
+
 namespace gpuctl {
 namespace {
 
@@ -73,7 +75,11 @@ ItemState Prober::Run(const Step& step, PlanItem& item, const std::string& scrip
   command.env = item.env;
   // -v shows the step's own script; the prelude is the same for every step.
   reporter_.CommandStarted(item.node, step.id, activity, redactor_.Apply(script));
-  CommandResult result = connection_.Run(command);
+  return Record(step, item, connection_.Run(command), activity);
+}
+
+ItemState Prober::Record(const Step& step, PlanItem& item, CommandResult result,
+                         Activity activity) {
   result.out = redactor_.Apply(std::move(result.out));
   result.err = redactor_.Apply(std::move(result.err));
   reporter_.CommandFinished(item.node, step.id, activity, result);
@@ -89,6 +95,44 @@ ItemState Prober::Run(const Step& step, PlanItem& item, const std::string& scrip
     item.detail = "connection lost: " + Tail(result.err, 1);
   }
   return state;
+}
+
+void Prober::RunAll(const std::vector<Target>& targets, Activity activity) {
+  if (targets.empty()) {
+    return;
+  }
+  std::vector<BatchEntry> entries;
+  entries.reserve(targets.size());
+  for (const auto& t : targets) {
+    const std::string& script =
+        activity == Activity::kProbe || t.step->verify.empty() ? t.step->probe : t.step->verify;
+    entries.push_back({t.item->id, script, t.item->env});
+  }
+  const std::string nonce = MakeNonce();
+  Command command;
+  command.script = BuildBatchScript(prelude_, entries, nonce);
+  const CommandResult batch = connection_.Run(command);
+  auto results = SplitBatchOutput(batch.out, batch.err, nonce);
+  const bool alive = connection_.Alive();
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    const auto& t = targets[i];
+    reporter_.CommandStarted(t.item->node, t.step->id, activity,
+                             redactor_.Apply(entries[i].script));
+    auto it = results.find(t.item->id);
+    CommandResult result;
+    if (it != results.end()) {
+      result = std::move(it->second);
+    } else {
+      // Cut off: the connection dropped or the whole batch timed out here.
+      result.timed_out = batch.timed_out;
+      result.err = batch.err.substr(batch.err.rfind('\n', batch.err.size() - 1) + 1);
+    }
+    t.item->state = Record(*t.step, *t.item, std::move(result), activity);
+    if (it == results.end() && !alive) {
+      t.item->state = ItemState::kUnreachable;
+      t.item->detail = "connection lost";
+    }
+  }
 }
 
 }  // namespace gpuctl

@@ -45,6 +45,7 @@ class FakeTransport : public Transport {
  private:
   friend class FakeConnection;
   CommandResult Answer(const std::string& node, const Command& command);
+  CommandResult AnswerOne(const std::string& node, const Command& command);
 
   mutable std::mutex mutex_;
   std::vector<Handler> handlers_;

@@ -53,6 +53,7 @@ class Executor;
 // plan, compares a saved one, asks for confirmation); a `false` ends the run
 // with nothing changed; `proceeded` tells the caller which way it went.
 std::unique_ptr<Phase> MakeApplyPhase(const ApplyOptions& options,
-                                      std::function<bool(RunContext&)> proceed, bool& proceeded);
+                                      std::function<bool(RunContext&)> proceed, bool& proceeded,
+                                      std::size_t* max_concurrent_reboots = nullptr);
 
 }  // namespace gpuctl

@@ -4,6 +4,8 @@
 // (k0sctl's per-call dry-run discipline is the failure this avoids).
 #pragma once
 
+#include <vector>
+
 #include "gpuctl/catalog.h"
 #include "gpuctl/plan.h"
 #include "gpuctl/redact.h"
@@ -25,8 +27,18 @@ class Prober {
   // the change took effect. `item.observed`/`detail` describe what was seen.
   bool Verify(const Step& step, PlanItem& item);
 
+  // Probes (kProbe) or verifies (kCheck) many items of this node in one
+  // command (probe_batch.h), leaving each item as Probe would. Stops at a
+  // lost connection: the remaining items are marked unreachable.
+  struct Target {
+    const Step* step;
+    PlanItem* item;
+  };
+  void RunAll(const std::vector<Target>& targets, Activity activity);
+
  private:
   ItemState Run(const Step& step, PlanItem& item, const std::string& script, Activity activity);
+  ItemState Record(const Step& step, PlanItem& item, CommandResult result, Activity activity);
   Connection& connection_;
   Reporter& reporter_;
   const Redactor& redactor_;

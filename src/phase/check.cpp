@@ -23,19 +23,18 @@ class CheckPhase : public Phase {
       return;
     }
     Prober prober(*connection, context.reporter, context.redactor, context.catalog.prelude());
+    std::vector<Prober::Target> targets;
     for (const std::size_t id : context.plan.ItemsOf(node.name)) {
       PlanItem& item = context.plan.items()[id];
-      const Step& step = *context.catalog.Find(item.step);
-      item.state = prober.Verify(step, item) ? ItemState::kSatisfied : ItemState::kNeedsChange;
-      if (!connection->Alive()) {
-        item.state = ItemState::kUnreachable;
+      targets.push_back({context.catalog.Find(item.step), &item});
+    }
+    prober.RunAll(targets, Activity::kCheck);
+    for (const auto& t : targets) {
+      if (t.item->state == ItemState::kUnreachable) {
         context.FailNode(node.name, "connection lost during check");
         return;
       }
-      if (!item.detail.empty()) {
-        item.state = ItemState::kProbeFailed;
-      }
-      context.reporter.ItemUpdated(item);
+      context.reporter.ItemUpdated(*t.item);
     }
   }
 };

@@ -23,16 +23,20 @@ class ProbePhase : public Phase {
       return;
     }
     Prober prober(*connection, context.reporter, context.redactor, context.catalog.prelude());
+    std::vector<Prober::Target> targets;
     for (const std::size_t id : context.plan.ItemsOf(node.name)) {
       PlanItem& item = context.plan.items()[id];
-      const Step* step = context.catalog.Find(item.step);
-      if (prober.Probe(*step, item) == ItemState::kUnreachable) {
-        context.FailNode(node.name, item.detail);
-        context.reporter.NodeFailed(node.name, item.detail);
-        MarkRestUnreachable(context, node.name, item.detail);
+      targets.push_back({context.catalog.Find(item.step), &item});
+    }
+    prober.RunAll(targets, Activity::kProbe);
+    for (const auto& t : targets) {
+      if (t.item->state == ItemState::kUnreachable) {
+        context.FailNode(node.name, t.item->detail);
+        context.reporter.NodeFailed(node.name, t.item->detail);
+        MarkRestUnreachable(context, node.name, t.item->detail);
         return;
       }
-      context.reporter.ItemUpdated(item);
+      context.reporter.ItemUpdated(*t.item);
     }
   }
 

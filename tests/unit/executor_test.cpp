@@ -102,13 +102,14 @@ class ExecutorTest : public ::testing::Test {
     Catalog catalog = Catalog::FromSteps(steps);
     Plan plan = Plan::Build(inventory, catalog);
     RunContext context(inventory, catalog, plan, transport, quiet, run);
+    bool proceeded = false;
     Pipeline pipeline;
-    pipeline.Add(MakeConnectPhase()).Add(MakeProbePhase());
+    pipeline.Add(MakeConnectPhase())
+        .Add(MakeProbePhase())
+        .Add(MakeApplyPhase(
+            options, [](RunContext&) { return true; }, proceeded, &max_reboots));
     pipeline.Run(context);
-    Executor executor(context, options);
-    executor.Run();
     errors = context.NodeErrors();
-    max_reboots = executor.MaxConcurrentReboots();
     return plan;
   }
 };
@@ -207,10 +208,13 @@ TEST_F(ExecutorTest, FailFastStopsEveryNode) {
   Catalog catalog = Catalog::FromSteps(steps);
   Plan plan = Plan::Build(inventory, catalog);
   RunContext context(inventory, catalog, plan, transport, signal);
+  bool proceeded = false;
   Pipeline pipeline;
-  pipeline.Add(MakeConnectPhase()).Add(MakeProbePhase());
+  pipeline.Add(MakeConnectPhase())
+      .Add(MakeProbePhase())
+      .Add(MakeApplyPhase(
+          options, [](RunContext&) { return true; }, proceeded));
   pipeline.Run(context);
-  Executor(context, options).Run();
   EXPECT_EQ(plan.Find("master1", "m.fail")->state, ItemState::kFailed);
   EXPECT_EQ(plan.Find("storage1", "s.second")->state, ItemState::kBlocked);
   EXPECT_EQ(plan.Find("storage1", "s.second")->detail, "run stopped before this step");

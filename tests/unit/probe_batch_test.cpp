@@ -1,0 +1,128 @@
+#include "gpuctl/probe_batch.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+namespace gpuctl {
+namespace {
+
+// Runs a script with the local sh, as a node would, capturing both streams.
+CommandResult RunSh(const std::string& script) {
+  char path[] = "/tmp/gpuctl-batch-XXXXXX";
+  const int fd = mkstemp(path);
+  EXPECT_GE(fd, 0);
+  FILE* f = fdopen(fd, "w");
+  std::fputs(script.c_str(), f);
+  std::fclose(f);
+  const std::string err_path = std::string(path) + ".err";
+  CommandResult r;
+  FILE* pipe = popen(("sh -s < " + std::string(path) + " 2>" + err_path).c_str(), "r");
+  char buffer[4096];
+  std::size_t n = 0;
+  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) r.out.append(buffer, n);
+  r.exit_status = pclose(pipe);
+  FILE* e = std::fopen(err_path.c_str(), "r");
+  while ((n = std::fread(buffer, 1, sizeof(buffer), e)) > 0) r.err.append(buffer, n);
+  std::fclose(e);
+  std::remove(path);
+  std::remove(err_path.c_str());
+  return r;
+}
+
+TEST(ProbeBatch, EachScriptGetsItsOwnExitStatusOutputAndEnvironment) {
+  const std::vector<BatchEntry> entries{
+      {4, "echo \"one $GPUCTL_X\"\nexit 0", {{"GPUCTL_X", "it's \"quoted\"\nand two lines"}}},
+      {7, "echo two; echo oops >&2; exit 1", {}},
+      {9, "printf 'no newline'; exit 3", {{"GPUCTL_X", "other"}}},
+      {12, "echo \"x=${GPUCTL_X:-unset}\"", {}},
+  };
+  const std::string nonce = MakeNonce();
+  const CommandResult run = RunSh(BuildBatchScript("helper() { echo helped; }", entries, nonce));
+  const auto results = SplitBatchOutput(run.out, run.err, nonce);
+  ASSERT_EQ(results.size(), 4U) << run.out << run.err;
+  EXPECT_EQ(results.at(4).exit_status, 0);
+  EXPECT_EQ(results.at(4).out, "one it's \"quoted\"\nand two lines\n");
+  EXPECT_EQ(results.at(7).exit_status, 1);
+  EXPECT_EQ(results.at(7).out, "two\n");
+  EXPECT_EQ(results.at(7).err, "oops\n");
+  EXPECT_EQ(results.at(9).exit_status, 3);
+  EXPECT_EQ(results.at(9).out, "no newline");
+  // Environment does not leak from one entry to the next.
+  EXPECT_EQ(results.at(12).out, "x=unset\n");
+}
+
+TEST(ProbeBatch, AScriptReadingStdinCannotEatTheRestOfTheBatch) {
+  const std::vector<BatchEntry> entries{{1, "cat; read line; echo read-done", {}},
+                                        {2, "echo still-here", {}}};
+  const std::string nonce = MakeNonce();
+  const CommandResult run = RunSh(BuildBatchScript("", entries, nonce));
+  const auto results = SplitBatchOutput(run.out, run.err, nonce);
+  ASSERT_EQ(results.size(), 2U);
+  EXPECT_EQ(results.at(1).out, "read-done\n");
+  EXPECT_EQ(results.at(2).out, "still-here\n");
+}
+
+TEST(ProbeBatch, PreludeFunctionsAreVisibleToEveryScript) {
+  const std::string nonce = MakeNonce();
+  const CommandResult run = RunSh(
+      BuildBatchScript("helper() { echo helped; }", {{1, "helper", {}}, {2, "helper", {}}}, nonce));
+  const auto results = SplitBatchOutput(run.out, run.err, nonce);
+  EXPECT_EQ(results.at(2).out, "helped\n");
+}
+
+TEST(ProbeBatch, AnEntryCutOffBeforeItsEndMarkerIsAbsent) {
+  const std::string nonce = "n0";
+  const std::string out = "\n@@n0 1 begin\nfine\n\n@@n0 1 end 0\n\n@@n0 2 begin\nhalf";
+  const auto results = SplitBatchOutput(out, "", nonce);
+  ASSERT_EQ(results.size(), 1U);
+  EXPECT_EQ(results.at(1).out, "fine\n");
+}
+
+TEST(ProbeBatch, MarkersWithAnotherNonceAreJustOutput) {
+  const std::string out = "\n@@n0 1 begin\n@@other 1 end 0\n\n@@n0 1 end 1\n";
+  const auto results = SplitBatchOutput(out, "", "n0");
+  EXPECT_EQ(results.at(1).out, "@@other 1 end 0\n");
+  EXPECT_EQ(results.at(1).exit_status, 1);
+}
+
+TEST(ShellQuote, SurvivesSingleQuotes) { EXPECT_EQ(ShellQuote("a'b"), "'a'\\''b'"); }
+
+}  // namespace
+}  // namespace gpuctl
+
+namespace gpuctl {
+namespace {
+
+TEST(ProbeBatch, ParsesBackWhatItBuilt) {
+  const std::vector<BatchEntry> entries{
+      {3, "probe a\nline two", {{"GPUCTL_A", "x'y\nz"}, {"GPUCTL_OS_FAMILY", "debian"}}},
+      {8, "probe b", {}}};
+  std::string nonce;
+  std::vector<BatchEntry> parsed;
+  ASSERT_TRUE(ParseBatchScript(BuildBatchScript("prelude() { :; }", entries, "nX"), nonce, parsed));
+  EXPECT_EQ(nonce, "nX");
+  ASSERT_EQ(parsed.size(), 2U);
+  EXPECT_EQ(parsed[0].id, 3U);
+  EXPECT_EQ(parsed[0].script, "probe a\nline two");
+  EXPECT_EQ(parsed[0].env, entries[0].env);
+  EXPECT_EQ(parsed[1].script, "probe b");
+  EXPECT_FALSE(ParseBatchScript("echo not a batch", nonce, parsed));
+}
+
+TEST(ProbeBatch, AppendedResultsSplitBack) {
+  std::string out;
+  std::string err;
+  CommandResult a;
+  a.exit_status = 1;
+  a.out = "seen\n";
+  a.err = "why\n";
+  AppendBatchResult("nY", 5, a, out, err);
+  const auto results = SplitBatchOutput(out, err, "nY");
+  EXPECT_EQ(results.at(5).exit_status, 1);
+  EXPECT_EQ(results.at(5).out, "seen\n");
+  EXPECT_EQ(results.at(5).err, "why\n");
+}
+
+}  // namespace
+}  // namespace gpuctl
