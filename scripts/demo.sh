@@ -13,8 +13,9 @@ cmake --build build/release -j "$(nproc)"
 gpuctl=$PWD/build/release/gpuctl
 
 "$gpuctl" lab up --name "$name" --profile "$profile"
-state=$("$gpuctl" lab path --name "$name")
-inventory=$state/inventory.yaml
+eval "$("$gpuctl" lab env --name "$name")"
+state=$LAB_STATE
+inventory=$LAB_INVENTORY
 logs=$state/demo
 rm -rf "$logs" && mkdir -p "$logs"
 
@@ -47,6 +48,6 @@ cat <<MSG
 Results:   $logs/  (plan.txt, plan.json, apply.txt, check.txt, apply-again.txt)
 Journals:  $logs/apply-1/journal.jsonl, $logs/apply-2/journal.jsonl
 Inventory: $inventory
-The lab is still up: try '$gpuctl plan $inventory' or 'ssh -F $state/ssh_config master1';
+The lab is still up: try '$gpuctl plan $inventory' or '$gpuctl lab ssh master1 --name $name';
 '$gpuctl lab down --name $name' removes it.
 MSG
