@@ -90,10 +90,29 @@ require_node() {
 # The subnet of this lab (a /24 inside 198.18.0.0/15), e.g. "198.18.37".
 lab_net() { cat "$LAB_STATE/subnet" 2>/dev/null; }
 
-# Reads a small state file, or prints the default.
-read_file() { if [ -r "$1" ]; then cat "$1"; else echo "${2:-}"; fi; }
+# getf VAR FILE [DEFAULT]: sets VAR to the first line of a small state file
+# (builtins only), or to DEFAULT when the file is missing or empty.
+getf() {
+  local _v=""
+  [ -r "$2" ] && { read -r _v <"$2" || true; }
+  printf -v "$1" '%s' "${_v:-${3:-}}"
+}
 
-pid_alive() { [ -n "${1:-}" ] && [ -d "/proc/$1" ] && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; }
+# Prints the first line of a small state file, or the default.
+read_file() {
+  local v
+  getf v "$1" "${2:-}"
+  printf '%s\n' "$v"
+}
+
+# True if the process exists and is not a zombie (builtins only).
+pid_alive() {
+  local st=""
+  [ -n "${1:-}" ] && [ -r "/proc/$1/stat" ] || return 1
+  read -r st <"/proc/$1/stat" 2>/dev/null || return 1
+  st=${st##*) }
+  [ "${st%% *}" != Z ]
+}
 
 # Sets NODE_PID1 to the host pid of a node's PID 1 (its systemd); fails when
 # the node is off. Builtins only: `up` polls this for every booting node.

@@ -38,46 +38,87 @@ RPM_TOOLS=(/usr/bin/dnf /usr/bin/dnf-3 /usr/bin/dnf4 /usr/bin/yum /usr/bin/rpm /
 DEB_TOOLS=(/usr/bin/apt /usr/bin/apt-get /usr/bin/apt-cache /usr/bin/apt-mark /usr/bin/apt-config
   /usr/bin/dpkg /usr/bin/dpkg-query /usr/bin/dpkg-deb /etc/debian_version /etc/apt)
 
-# upper_mkdir UPPER /abs/dir: creates the directory in the upper layer with the
-# mode and owner the host's directory has (so merging keeps them).
-upper_mkdir() {
-  local u=$1 path=$2 sofar="" part
-  local IFS=/
-  for part in $path; do
-    [ -n "$part" ] || continue
-    sofar="$sofar/$part"
-    if [ ! -d "$u$sofar" ]; then
-      mkdir "$u$sofar"
-      if [ -d "$sofar" ]; then
-        chmod "$(stat -c %a "$sofar")" "$u$sofar"
-        chown "$(stat -c %u:%g "$sofar")" "$u$sofar"
-      fi
-    fi
+# Building a layer. Forks are what cost on a loaded 2-core machine, so the
+# helpers below only record directories, whiteouts, opaque marks and links;
+# layer_commit applies them in two processes: tar copies the host's mode and
+# owner onto every directory made, python3 makes whiteouts (char device 0:0),
+# opaque marks (xattr trusted.overlay.opaque=y) and symlinks.
+LAYER_DIRS=()
+LAYER_WHITEOUTS=()
+LAYER_OPAQUE=()
+LAYER_LINKS=()
+
+# layer_dir LAYER /abs/dir: creates the directory (and parents) in the layer.
+layer_dir() {
+  local l=$1 path=$2 p
+  [ -d "$l$path" ] || mkdir -p "$l$path"
+  p=$path
+  while [ -n "$p" ] && [ "$p" != / ]; do
+    LAYER_DIRS+=("${p#/}")
+    p=${p%/*}
   done
 }
 
-# upper_write UPPER /abs/file MODE: writes stdin to the file in the upper layer.
-upper_write() {
-  local u=$1 path=$2 mode=${3:-644}
-  upper_mkdir "$u" "$(dirname "$path")"
-  rm -f "$u$path"
-  cat >"$u$path"
-  chmod "$mode" "$u$path"
+# layer_write LAYER /abs/file [MODE]: writes stdin to the file in the layer.
+layer_write() {
+  local l=$1 path=$2 mode=${3:-} content=""
+  layer_dir "$l" "${path%/*}"
+  IFS= read -r -d '' content || true
+  printf '%s' "$content" >"$l$path"
+  [ -z "$mode" ] || chmod "$mode" "$l$path"
 }
 
 whiteout() {
-  local u=$1 path=$2
-  upper_mkdir "$u" "$(dirname "$path")"
-  [ -c "$u$path" ] && return 0
-  rm -rf "$u$path"
-  mknod "$u$path" c 0 0
+  layer_dir "$1" "${2%/*}"
+  LAYER_WHITEOUTS+=("$1$2")
 }
 
-# opaque UPPER /abs/dir: the node sees this directory empty of host files.
+# opaque LAYER /abs/dir: the node sees this directory empty of host files.
 opaque() {
-  local u=$1 path=$2
-  upper_mkdir "$u" "$path"
-  /usr/bin/python3 -c 'import os, sys; os.setxattr(sys.argv[1], "trusted.overlay.opaque", b"y")' "$u$path"
+  layer_dir "$1" "$2"
+  LAYER_OPAQUE+=("$1$2")
+}
+
+# layer_link LAYER /abs/link TARGET
+layer_link() {
+  layer_dir "$1" "${2%/*}"
+  LAYER_LINKS+=("$1$2" "$3")
+}
+
+layer_commit() {
+  local l=$1 d
+  local -A seen=()
+  local dirs=()
+  for d in "${LAYER_DIRS[@]}"; do
+    [ -z "${seen[$d]:-}" ] && [ -d "/$d" ] && dirs+=("$d")
+    seen[$d]=1
+  done
+  if ((${#dirs[@]})); then
+    tar -C / --no-recursion -cf - "${dirs[@]}" | tar -C "$l" -xpf -
+  fi
+  /usr/bin/python3 - "${#LAYER_WHITEOUTS[@]}" "${LAYER_WHITEOUTS[@]}" \
+    "${#LAYER_OPAQUE[@]}" "${LAYER_OPAQUE[@]}" "${LAYER_LINKS[@]}" <<'EOF'
+import os, sys
+args = sys.argv[1:]
+n = int(args.pop(0))
+for path in args[:n]:
+    if os.path.lexists(path):
+        os.unlink(path)
+    os.mknod(path, 0o600 | 0o020000, os.makedev(0, 0))
+args = args[n:]
+n = int(args.pop(0))
+for path in args[:n]:
+    os.setxattr(path, "trusted.overlay.opaque", b"y")
+args = args[n:]
+for link, target in zip(args[0::2], args[1::2]):
+    if os.path.lexists(link):
+        os.unlink(link)
+    os.symlink(target, link)
+EOF
+  LAYER_DIRS=()
+  LAYER_WHITEOUTS=()
+  LAYER_OPAQUE=()
+  LAYER_LINKS=()
 }
 
 mask_units() {
@@ -85,14 +126,13 @@ mask_units() {
   local units=("${MASK_UNITS[@]}")
   for f in /etc/systemd/system/*.wants/*; do
     [ -e "$f" ] || continue
-    unit=$(basename "$f")
+    unit=${f##*/}
     keep=0
     for k in "${KEEP_UNITS[@]}"; do [ "$k" = "$unit" ] && keep=1; done
     ((keep)) || units+=("$unit")
   done
-  upper_mkdir "$u" /etc/systemd/system
   for unit in "${units[@]}"; do
-    ln -sfn /dev/null "$u/etc/systemd/system/$unit"
+    layer_link "$u" "/etc/systemd/system/$unit" /dev/null
   done
 }
 
@@ -144,19 +184,19 @@ EOF
 # lists are fresh and their mtime means what it says).
 disk_ubuntu() {
   local u=$1 t
-  os_release ubuntu-22.04 | upper_write "$u" /usr/lib/os-release
+  os_release ubuntu-22.04 | layer_write "$u" /usr/lib/os-release
   printf 'DISTRIB_ID=Ubuntu\nDISTRIB_RELEASE=22.04\nDISTRIB_CODENAME=jammy\nDISTRIB_DESCRIPTION="Ubuntu 22.04.4 LTS"\n' |
-    upper_write "$u" /etc/lsb-release
-  echo "bookworm/sid" | upper_write "$u" /etc/debian_version
+    layer_write "$u" /etc/lsb-release
+  echo "bookworm/sid" | layer_write "$u" /etc/debian_version
   [ -e /etc/apt/sources.list ] && whiteout "$u" /etc/apt/sources.list
   opaque "$u" /etc/apt/sources.list.d
   opaque "$u" /etc/apt/preferences.d
   echo "deb [trusted=yes] file:/srv/gpuctl-repo/deb ./" |
-    upper_write "$u" /etc/apt/sources.list.d/gpuctl-lab.list
+    layer_write "$u" /etc/apt/sources.list.d/gpuctl-lab.list
   opaque "$u" /var/lib/apt/lists
-  upper_mkdir "$u" /var/lib/apt/lists/partial
+  layer_dir "$u" /var/lib/apt/lists/partial
   opaque "$u" /var/cache/apt
-  upper_mkdir "$u" /var/cache/apt/archives/partial
+  layer_dir "$u" /var/cache/apt/archives/partial
   for t in "${RPM_TOOLS[@]}"; do [ -e "$t" ] && whiteout "$u" "$t"; done
   return 0
 }
@@ -166,13 +206,13 @@ disk_ubuntu() {
 # first boot installs gpuctl-lab-rocky-base so later rpms resolve.
 disk_rocky() {
   local u=$1 t
-  os_release rocky-9 | upper_write "$u" /usr/lib/os-release
+  os_release rocky-9 | layer_write "$u" /usr/lib/os-release
   for t in /etc/redhat-release /etc/rocky-release /etc/system-release; do
-    echo "Rocky Linux release 9.4 (Blue Onyx)" | upper_write "$u" "$t"
+    echo "Rocky Linux release 9.4 (Blue Onyx)" | layer_write "$u" "$t"
   done
-  echo "9" | upper_write "$u" /etc/dnf/vars/releasever
+  echo "9" | layer_write "$u" /etc/dnf/vars/releasever
   opaque "$u" /etc/yum.repos.d
-  upper_write "$u" /etc/yum.repos.d/gpuctl-lab.repo <<'EOF'
+  layer_write "$u" /etc/yum.repos.d/gpuctl-lab.repo <<'EOF'
 [gpuctl-lab]
 name=gpuctl lab repository
 baseurl=file:///srv/gpuctl-repo/rpm
@@ -180,7 +220,7 @@ enabled=1
 gpgcheck=0
 metadata_expire=0
 EOF
-  echo "%_dbpath /var/lib/rpm" | upper_write "$u" /etc/rpm/macros.gpuctl-lab
+  echo "%_dbpath /var/lib/rpm" | layer_write "$u" /etc/rpm/macros.gpuctl-lab
   opaque "$u" /var/lib/rpm
   opaque "$u" /var/cache/dnf
   for t in "${DEB_TOOLS[@]}"; do [ -e "$t" ] && whiteout "$u" "$t"; done
@@ -194,13 +234,13 @@ disk_root_home() {
   opaque "$u" /root
   for f in bashrc profile; do
     if [ -f "/usr/share/base-files/dot.$f" ]; then
-      cp "/usr/share/base-files/dot.$f" "$u/root/.$f"
+      layer_write "$u" "/root/.$f" <"/usr/share/base-files/dot.$f"
     else
-      cp "/etc/skel/.$f" "$u/root/.$f"
+      layer_write "$u" "/root/.$f" <"/etc/skel/.$f"
     fi
   done
-  mkdir -m 700 "$u/root/.ssh"
-  install -m 600 "$pub" "$u/root/.ssh/authorized_keys"
+  layer_write "$u" /root/.ssh/authorized_keys 600 <"$pub"
+  chmod 700 "$u/root/.ssh"
 }
 
 # sshd: the node's own ed25519 key only (the host's keys are hidden), root
@@ -211,7 +251,7 @@ disk_sshd() {
     [ -e "$t" ] && whiteout "$1" "$t"
     [ -e "$t.pub" ] && whiteout "$1" "$t.pub"
   done
-  upper_write "$1" /etc/ssh/sshd_config.d/gpuctl-lab.conf <<'EOF'
+  layer_write "$1" /etc/ssh/sshd_config.d/gpuctl-lab.conf <<'EOF'
 # gpuctl-lab: this node's own key only; root with the lab key only.
 HostKey /etc/ssh/ssh_host_ed25519_key
 PermitRootLogin prohibit-password
@@ -228,12 +268,12 @@ EOF
 disk_systemd() {
   local u=$1
   mask_units "$u"
-  upper_write "$u" /etc/systemd/journald.conf.d/gpuctl-lab.conf <<'EOF'
+  layer_write "$u" /etc/systemd/journald.conf.d/gpuctl-lab.conf <<'EOF'
 [Journal]
 Storage=volatile
 RuntimeMaxUse=8M
 EOF
-  upper_write "$u" /etc/systemd/system/gpuctl-lab-firstboot.service <<'EOF'
+  layer_write "$u" /etc/systemd/system/gpuctl-lab-firstboot.service <<'EOF'
 [Unit]
 Description=gpuctl lab: first boot (package lists, base rpm)
 ConditionPathExists=!/etc/gpuctl-lab/firstboot.done
@@ -249,11 +289,10 @@ ExecStart=/etc/gpuctl-lab/firstboot
 [Install]
 WantedBy=multi-user.target
 EOF
-  upper_mkdir "$u" /etc/systemd/system/multi-user.target.wants
-  ln -sfn ../gpuctl-lab-firstboot.service \
-    "$u/etc/systemd/system/multi-user.target.wants/gpuctl-lab-firstboot.service"
-  upper_write "$u" /etc/gpuctl-lab/firstboot 755 <"$LAB_LIB/firstboot.sh"
-  upper_mkdir "$u" /etc/modprobe.d
+  layer_link "$u" /etc/systemd/system/multi-user.target.wants/gpuctl-lab-firstboot.service \
+    ../gpuctl-lab-firstboot.service
+  layer_write "$u" /etc/gpuctl-lab/firstboot 755 <"$LAB_LIB/firstboot.sh"
+  layer_dir "$u" /etc/modprobe.d
 }
 
 # The lab's names (/etc/hosts) and resolver (none: no DNS in the lab).
@@ -264,35 +303,39 @@ disk_hosts() {
     printf '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n'
     printf '%s.1\tgpuctl-lab-host\n' "$net"
     while IFS=$'\t' read -r name addr _; do printf '%s\t%s\n' "$addr" "$name"; done <"$LAB_TABLE"
-  } | upper_write "$u" /etc/hosts
+  } | layer_write "$u" /etc/hosts
   printf '# gpuctl-lab: no DNS in the lab; node names are in /etc/hosts\noptions timeout:1 attempts:1\n' |
-    upper_write "$u" /etc/resolv.conf
+    layer_write "$u" /etc/resolv.conf
 }
 
 # profile.env: what the stand-ins present (GPUs, IB ports, injected faults).
 profile_env() {
   local master=${LAB_MASTER_ADDR:-}
   [ -n "$master" ] || master=$(awk -F'\t' '$4 ~ /(^|,)master(,|$)/ { print $2; exit }' "$LAB_TABLE")
-  cat <<EOF
-# gpuctl-lab node profile, read by the stand-ins (nvidia-smi, ibstat, ...).
-# Rewritten by 'gpuctl-lab up'; FAULTS edited by 'gpuctl-lab fault'.
-LAB_NAME="$LAB_NAME"
-LAB_NODE="$N_NAME"
-LAB_OS="$N_OS"
-LAB_ADDRESS="$N_ADDR"
-LAB_MASTER_ADDRESS="$master"
-GPU_MODEL="$N_GPU_MODEL"
-GPU_COUNT="${N_GPU_COUNT:-0}"
-GPU_MEMORY_MIB="${N_GPU_MEM:-0}"
-IB_PORTS="$N_IB"
-FAULTS="$N_FAULTS"
-EOF
+  printf '%s\n' \
+    "# gpuctl-lab node profile, read by the stand-ins (nvidia-smi, ibstat, ...)." \
+    "# Rewritten by 'gpuctl-lab up'; FAULTS edited by 'gpuctl-lab fault'." \
+    "LAB_NAME=\"$LAB_NAME\"" \
+    "LAB_NODE=\"$N_NAME\"" \
+    "LAB_OS=\"$N_OS\"" \
+    "LAB_ADDRESS=\"$N_ADDR\"" \
+    "LAB_MASTER_ADDRESS=\"$master\"" \
+    "GPU_MODEL=\"$N_GPU_MODEL\"" \
+    "GPU_COUNT=\"${N_GPU_COUNT:-0}\"" \
+    "GPU_MEMORY_MIB=\"${N_GPU_MEM:-0}\"" \
+    "IB_PORTS=\"$N_IB\"" \
+    "FAULTS=\"$N_FAULTS\""
 }
 
-# Builds state/base-<os> for this lab (nodes off).
+# Builds state/base-<os> for this lab (nodes off); kept while its inputs
+# (node table, lab key, this file, firstboot.sh, the host's enabled units)
+# are unchanged.
 base_prepare() {
-  local os=$1 b
+  local os=$1 b hash
   b=$LAB_STATE/base-$os
+  hash=$(cat "$LAB_TABLE" "$LAB_STATE/ssh/id_ed25519.pub" "$LAB_LIB/disk.sh" "$LAB_LIB/firstboot.sh" \
+    <(echo "$os" /etc/systemd/system/*.wants/*) | sha256sum)
+  [ -d "$b" ] && [ "$(read_file "$b.hash")" = "$hash" ] && return 0
   rm -rf --one-file-system "$b"
   mkdir -p "$b"
   disk_root_home "$b" "$LAB_STATE/ssh/id_ed25519.pub"
@@ -303,6 +346,8 @@ base_prepare() {
     ubuntu-*) disk_ubuntu "$b" ;;
     rocky-*) disk_rocky "$b" ;;
   esac
+  layer_commit "$b"
+  echo "$hash" >"$b.hash"
 }
 
 # Writes the node's own layer (node loaded by load_node): identity kept for

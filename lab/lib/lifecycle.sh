@@ -14,13 +14,16 @@ lab_lock() {
 # True if pid is alive and its command line mentions this lab's state dir
 # (guards against killing a reused pid).
 pid_is_ours() {
-  pid_alive "$1" && tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -qF "$LAB_STATE/"
+  local args=()
+  pid_alive "$1" || return 1
+  mapfile -d '' -t args <"/proc/$1/cmdline" 2>/dev/null || return 1
+  [[ " ${args[*]} " == *" $LAB_STATE/"* ]]
 }
 
 supervisor_start() {
-  local node=$1 d
-  d=$(node_dir "$node")
-  if pid_is_ours "$(read_file "$d/supervisor.pid")"; then return 0; fi
+  local node=$1 d=$LAB_NODES_DIR/$1 pid
+  getf pid "$d/supervisor.pid"
+  if pid_is_ours "$pid"; then return 0; fi
   echo on >"$d/power"
   # The lab lock's fd must not live on in the supervisor.
   setsid -f "$LAB_LIB/supervisor.sh" "$LAB_STATE" "$node" </dev/null >>"$d/supervisor.log" 2>&1 \
@@ -30,10 +33,11 @@ supervisor_start() {
 # Pids of every process of this lab: supervisors, node inits, everything in
 # the lab's network namespaces and cgroups.
 lab_pids() {
-  local d p
+  local d p f
   for d in "$LAB_NODES_DIR"/*/; do
     [ -d "$d" ] || continue
-    for p in "$(read_file "$d/supervisor.pid")" "$(read_file "$d/unshare.pid")"; do
+    for f in supervisor.pid unshare.pid; do
+      getf p "$d$f"
       pid_is_ours "$p" && echo "$p"
     done
   done
@@ -128,7 +132,7 @@ verify_host_keys() {
 boot_nodes() {
   local deadline_s=$1 parallel=$2
   shift 2
-  local pending=("$@") booting=() ready=() node end ok n
+  local pending=("$@") booting=() ready=() node end ok n st
   end=$(($(now_ms) + deadline_s * 1000))
   while ((${#pending[@]} + ${#booting[@]} > 0)); do
     while ((${#booting[@]} < parallel && ${#pending[@]} > 0)); do
@@ -137,7 +141,8 @@ boot_nodes() {
       pending=("${pending[@]:1}")
     done
     for node in "${booting[@]}"; do
-      [ "$(read_file "$LAB_NODES_DIR/$node/state")" = failed ] || continue
+      getf st "$LAB_NODES_DIR/$node/state"
+      [ "$st" = failed ] || continue
       warn "node $node failed to boot 3 times; its console:"
       tail -n 20 "$LAB_NODES_DIR/$node/console.log" >&2 || true
       return 1

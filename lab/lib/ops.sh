@@ -127,7 +127,7 @@ cmd_reboot() {
   require_node "$node"
   before=$(read_file "$(node_dir "$node")/boots" 0)
   node_pid1 "$node" >/dev/null || die "node $node is not running"
-  if ((hard)); then node_kill "$node"; else node_exec "$node" systemctl reboot; fi
+  if ((hard)); then node_kill "$node"; else node_exec "$node" systemctl --no-block reboot; fi
   if ((wait)); then
     wait_until 60 0.1 eval '(($(read_file "$(node_dir "$node")/boots" 0) > before))' ||
       die "node $node did not boot again"

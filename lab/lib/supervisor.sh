@@ -74,7 +74,8 @@ EOF
   ) </dev/null >>"$d/console.log" 2>&1 &
   upid=$!
   echo "$upid" >"$d/unshare.pid"
-  wait "$upid"
+  # (bash would log "Hangup" etc. for a job that died of a signal)
+  { wait "$upid"; } 2>/dev/null
   rc=$?
   rm -f "$d/unshare.pid"
   echo down >"$d/state"
