@@ -30,9 +30,18 @@ supervisor_start() {
     {LAB_LOCK_FD}>&-
 }
 
-# Pids of every process of this lab: supervisors, node inits, everything in
-# the lab's network namespaces and cgroups.
-lab_pids() {
+# Pids of the processes inside this lab's nodes: everything in the lab's
+# network namespaces and cgroups (each node's PID 1 included).
+node_pids() {
+  net_pids
+  if [ -n "$LAB_CGROUP" ] && [ -d "$LAB_CGROUP" ]; then
+    find "$LAB_CGROUP" -name cgroup.procs -exec cat {} + 2>/dev/null
+  fi
+  return 0
+}
+
+# Pids of this lab's supervisors and of the `unshare` holding each node.
+keeper_pids() {
   local d p f
   for d in "$LAB_NODES_DIR"/*/; do
     [ -d "$d" ] || continue
@@ -41,28 +50,52 @@ lab_pids() {
       pid_is_ours "$p" && echo "$p"
     done
   done
-  net_pids
-  if [ -n "$LAB_CGROUP" ] && [ -d "$LAB_CGROUP" ]; then
-    find "$LAB_CGROUP" -name cgroup.procs -exec cat {} + 2>/dev/null
-  fi
   return 0
 }
 
-# Stops everything of this lab and removes what it made on the host except
-# the state dir (disks, keys). Idempotent; works on a half-dead lab.
-lab_down() {
-  local d pids mnt i
-  for d in "$LAB_NODES_DIR"/*/; do
-    [ -d "$d" ] && echo off >"$d/power"
-  done
+lab_pids() {
+  keeper_pids
+  node_pids
+}
+
+# kill -9 the pids a lister prints until none is left; bounded.
+kill_until_gone() {
+  local lister=$1 pids i
   for i in 1 2 3 4 5 6 7 8 9 10; do
-    pids=$(lab_pids | sort -u | tr '\n' ' ')
-    [ -n "${pids// /}" ] || break
+    pids=$("$lister" | sort -u | tr '\n' ' ')
+    [ -n "${pids// /}" ] || return 0
     # shellcheck disable=SC2086  # a list of pids
     kill -9 $pids 2>/dev/null || true
     sleep "0.$i"
   done
-  [ -z "$(lab_pids)" ] || warn "processes left behind: $(lab_pids | tr '\n' ' ')"
+  [ -z "$("$lister")" ]
+}
+
+# True while some process (a zombie included) is in this lab's cgroups.
+cgroup_busy() {
+  [ -n "$LAB_CGROUP" ] && grep -qs "^0::/gpuctl-lab/$LAB_NAME/" /proc/[0-9]*/cgroup
+}
+
+# Stops everything of this lab and removes what it made on the host except
+# the state dir (disks, keys). Idempotent; works on a half-dead lab.
+# Order matters. Killing a node's PID 1 ends its pid namespace, and the
+# kernel lets that PID 1 go only once every process of the namespace is
+# reaped; its `unshare` then reaps it and exits, and the supervisor (power
+# off) reaps `unshare` and exits. Killing the keepers first would leave the
+# nodes' processes as zombies for the host's init to reap some time later.
+lab_down() {
+  local d node mnt pids=()
+  for d in "$LAB_NODES_DIR"/*/; do
+    [ -d "$d" ] && echo off >"$d/power"
+  done
+  for node in $(table_nodes); do
+    find_pid1 "$node" && pids+=("$NODE_PID1")
+  done
+  ((${#pids[@]} == 0)) || kill -9 "${pids[@]}" 2>/dev/null || true
+  wait_until 10 0.1 eval '[ -z "$(keeper_pids)" ]' || true
+  kill_until_gone node_pids || warn "processes left in the nodes: $(node_pids | tr '\n' ' ')"
+  kill_until_gone keeper_pids || warn "supervisors left: $(keeper_pids | tr '\n' ' ')"
+  wait_until 10 0.1 eval '! cgroup_busy' || warn "processes still in $LAB_CGROUP"
   # Node mounts live in the nodes' own mount namespaces and die with them;
   # anything under the state dir in the host's namespace is a leftover.
   for mnt in $(awk -v s="$LAB_STATE/" 'index($2, s) == 1 { print $2 }' /proc/self/mounts | sort -r); do

@@ -99,16 +99,11 @@ cmd_wait() {
   wait_nodes_up "$timeout" "${nodes[@]}"
 }
 
-# Kills a node's PID 1 (and unshare): a power cut. The supervisor decides
-# from the power file whether it comes back.
+# Kills a node's PID 1: the pid namespace ends, every process of the node
+# with it. The supervisor decides from the power file whether it comes back.
 node_kill() {
-  local d upid pid
-  d=$(node_dir "$1")
-  pid=$(node_pid1 "$1") || true
-  upid=$(read_file "$d/unshare.pid")
-  [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
-  pid_is_ours "$upid" && kill -9 "$upid" 2>/dev/null
-  return 0
+  find_pid1 "$1" || return 0
+  kill -9 "$NODE_PID1" 2>/dev/null || true
 }
 
 # reboot NODE [--hard] [--wait]: `systemctl reboot` inside the node, or with
@@ -127,7 +122,10 @@ cmd_reboot() {
   require_node "$node"
   before=$(read_file "$(node_dir "$node")/boots" 0)
   node_pid1 "$node" >/dev/null || die "node $node is not running"
-  if ((hard)); then node_kill "$node"; else node_exec "$node" systemctl --no-block reboot; fi
+  if ((hard)); then
+    : >"$(node_dir "$node")/reset"
+    node_kill "$node"
+  else node_exec "$node" systemctl --no-block reboot; fi
   if ((wait)); then
     wait_until 60 0.1 eval '(($(read_file "$(node_dir "$node")/boots" 0) > before))' ||
       die "node $node did not boot again"

@@ -10,8 +10,9 @@
 # as SIGINT:
 #   129 (SIGHUP)   `systemctl reboot` in the node   -> boot again
 #   130 (SIGINT)   `systemctl poweroff` in the node -> stay off
-#   137 (SIGKILL)  `gpuctl-lab reboot --hard|stop`  -> boot again unless powered off
-#   other          the boot failed -> boot again, give up after 3 quick failures
+#   other          `gpuctl-lab stop` (power file says off) -> stay off;
+#                  `gpuctl-lab reboot --hard` (reset file) -> boot again;
+#                  else the boot failed -> boot again, give up after 3 quick failures
 # Files in the node's state directory: power (on|off, the wish), state
 # (booting|down|failed, the supervisor's view), boots, booted_at, last_exit,
 # unshare.pid, supervisor.pid, boot.env, console.log (the node's console).
@@ -83,9 +84,19 @@ EOF
   case $rc in
     129) reason=reboot ;;
     130) reason=poweroff ;;
-    137) reason=killed ;;
-    *) reason="failed (exit $rc)" ;;
+    *)
+      # A PID 1 killed with SIGKILL makes unshare exit 1 ("sigprocmask
+      # unblock failed"), so gpuctl-lab says when it did that on purpose.
+      if [ "$(read_file "$d/power" on)" = off ]; then
+        reason="powered off"
+      elif [ -e "$d/reset" ]; then
+        reason=reset
+      else
+        reason="failed (exit $rc)"
+      fi
+      ;;
   esac
+  rm -f "$d/reset"
   echo "$reason" >"$d/last_exit"
   say "boot $boots ended: $reason after $((($(now_ms) - started) / 1000)) s"
   case $reason in
