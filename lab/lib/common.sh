@@ -1,4 +1,4 @@
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034  # globals here are used by the other lib files
 # Common helpers of gpuctl-lab: messages, names derived from the lab's name,
 # state-directory layout, small utilities. Sourced by gpuctl-lab and the
 # supervisor; defines functions and variables only.
@@ -10,8 +10,6 @@
 #   veth (host)  gv<hash6>-<index>         (attached to the bridge)
 #   cgroup       <cgroup2>/gpuctl-lab/<name>/<node>
 #   state        /var/lib/gpuctl-lab/<name>  (or --state / GPUCTL_LAB_STATE)
-
-LAB_PREFIX_NET=198.18   # the lab's addresses are 198.18.0.0/15 only
 
 log() { printf 'gpuctl-lab: %s\n' "$*" >&2; }
 warn() { printf 'gpuctl-lab: warning: %s\n' "$*" >&2; }

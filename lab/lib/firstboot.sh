@@ -7,6 +7,7 @@
 # success, so a node retries on its next boot (e.g. after the repository
 # gained the base package).
 set -u
+# shellcheck source=/dev/null
 . /etc/gpuctl-lab/profile.env
 case "$LAB_OS" in
   ubuntu-*)

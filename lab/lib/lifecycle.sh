@@ -1,4 +1,4 @@
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034  # N_* and LAB_MASTER_ADDR are read in disk.sh
 # up and down: the whole lab's life. Nodes are booted by one detached
 # supervisor each (supervisor.sh); `up` starts them a few at a time and polls
 # until every node's sshd serves its own host key.
@@ -71,10 +71,12 @@ kill_until_gone() {
   [ -z "$("$lister")" ]
 }
 
-# True while some process (a zombie included) is in this lab's cgroups.
-cgroup_busy() {
-  [ -n "$LAB_CGROUP" ] && grep -qs "^0::/gpuctl-lab/$LAB_NAME/" /proc/[0-9]*/cgroup
+# True when no process (not even a zombie) is in this lab's cgroups.
+cgroup_idle() {
+  [ -z "$LAB_CGROUP" ] || ! grep -qs "^0::/gpuctl-lab/$LAB_NAME/" /proc/[0-9]*/cgroup
 }
+
+keepers_gone() { [ -z "$(keeper_pids)" ]; }
 
 # Stops everything of this lab and removes what it made on the host except
 # the state dir (disks, keys). Idempotent; works on a half-dead lab.
@@ -92,15 +94,15 @@ lab_down() {
     find_pid1 "$node" && pids+=("$NODE_PID1")
   done
   ((${#pids[@]} == 0)) || kill -9 "${pids[@]}" 2>/dev/null || true
-  wait_until 10 0.1 eval '[ -z "$(keeper_pids)" ]' || true
+  wait_until 10 0.1 keepers_gone || true
   kill_until_gone node_pids || warn "processes left in the nodes: $(node_pids | tr '\n' ' ')"
   kill_until_gone keeper_pids || warn "supervisors left: $(keeper_pids | tr '\n' ' ')"
-  wait_until 10 0.1 eval '! cgroup_busy' || warn "processes still in $LAB_CGROUP"
+  wait_until 10 0.1 cgroup_idle || warn "processes still in $LAB_CGROUP"
   # Node mounts live in the nodes' own mount namespaces and die with them;
   # anything under the state dir in the host's namespace is a leftover.
-  for mnt in $(awk -v s="$LAB_STATE/" 'index($2, s) == 1 { print $2 }' /proc/self/mounts | sort -r); do
+  while read -r mnt; do
     umount "$mnt" 2>/dev/null || umount -l "$mnt" || warn "could not unmount $mnt"
-  done
+  done < <(awk -v s="$LAB_STATE/" 'index($2, s) == 1 { print $2 }' /proc/self/mounts | sort -r)
   net_down
   if [ -n "$LAB_CGROUP" ] && [ -d "$LAB_CGROUP" ]; then
     find "$LAB_CGROUP" -depth -type d -exec rmdir {} + 2>/dev/null || true
@@ -246,7 +248,7 @@ cmd_up() {
   net_up_bridge "$(lab_net)"
   net_up_nodes
   LAB_MASTER_ADDR=$(awk -F'\t' '$4 ~ /(^|,)master(,|$)/ { print $2; exit }' "$LAB_TABLE")
-  for os in $(cut -f3 "$LAB_TABLE" | sort -u); do base_prepare "$os"; done
+  while read -r os; do base_prepare "$os"; done < <(cut -f3 "$LAB_TABLE" | sort -u)
   while IFS=$'\t' read -r N_NAME N_ADDR N_OS N_ROLES N_GPU_MODEL N_GPU_COUNT N_GPU_MEM N_IB N_FAULTS; do
     for v in N_GPU_MODEL N_GPU_COUNT N_GPU_MEM N_IB N_FAULTS; do
       [ "${!v}" = "-" ] && printf -v "$v" '%s' ""
@@ -268,7 +270,7 @@ cmd_up() {
     "$LAB_NAME" "$n" $(((t2 - t0) / 1000)) $(((t2 - t0) % 1000 / 100)) \
     $(((t1 - t0) / 1000)) $(((t1 - t0) % 1000 / 100)) \
     $(((t2 - t1) / 1000)) $(((t2 - t1) % 1000 / 100)) $(((t2 - t0) / n)) >&2
-  echo "$(((t2 - t0)))" >"$LAB_STATE/bringup_ms"
+  echo "$((t2 - t0))" >"$LAB_STATE/bringup_ms"
   printf 'inventory:   %s\nssh:         gpuctl-lab%s ssh NODE   (key %s)\n' \
     "$LAB_STATE/inventory.yaml" "$( [ "$LAB_NAME" = gpuctl ] || printf ' --name %s' "$LAB_NAME")" \
     "$LAB_STATE/ssh/id_ed25519"

@@ -75,11 +75,26 @@ cmd_ssh() {
     -o StrictHostKeyChecking=yes -o BatchMode=yes -o LogLevel=ERROR "root@$N_ADDR" "$@"
 }
 
+node_is_up() { [ "$(node_state "$1")" = up ]; }
+
+# boots_above NODE N: the node has booted more than N times.
+boots_above() {
+  local boots
+  getf boots "$LAB_NODES_DIR/$1/boots" 0
+  ((boots > $2))
+}
+
+supervisor_gone() {
+  local pid
+  getf pid "$LAB_NODES_DIR/$1/supervisor.pid"
+  ! pid_alive "$pid"
+}
+
 wait_nodes_up() {
   local deadline_s=$1 node
   shift
   for node in "$@"; do
-    wait_until "$deadline_s" 0.1 eval '[ "$(node_state "$node")" = up ]' ||
+    wait_until "$deadline_s" 0.1 node_is_up "$node" ||
       die "node $node not up after ${deadline_s} s (state $(node_state "$node"))"
   done
 }
@@ -120,14 +135,14 @@ cmd_reboot() {
     shift
   done
   require_node "$node"
-  before=$(read_file "$(node_dir "$node")/boots" 0)
+  getf before "$LAB_NODES_DIR/$node/boots" 0
   node_pid1 "$node" >/dev/null || die "node $node is not running"
   if ((hard)); then
     : >"$(node_dir "$node")/reset"
     node_kill "$node"
   else node_exec "$node" systemctl --no-block reboot; fi
   if ((wait)); then
-    wait_until 60 0.1 eval '(($(read_file "$(node_dir "$node")/boots" 0) > before))' ||
+    wait_until 60 0.1 boots_above "$node" "$before" ||
       die "node $node did not boot again"
     wait_nodes_up 120 "$node"
   fi
@@ -143,7 +158,7 @@ cmd_stop() {
   d=$(node_dir "$1")
   echo off >"$d/power"
   node_kill "$1"
-  wait_until 10 0.1 eval '! pid_alive "$(read_file "$d/supervisor.pid")"' ||
+  wait_until 10 0.1 supervisor_gone "$1" ||
     warn "supervisor of $1 still running"
 }
 

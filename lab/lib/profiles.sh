@@ -32,13 +32,16 @@ gpu_worker() { row "$1" "$2" "$3" worker "${4:-$A100_MODEL}" 8 "${5:-$A100_MIB}"
 profile_table() {
   local profile=$1 nodes=$2 rocky=$3 i os
   if [ -n "$nodes" ]; then
-    [[ $nodes =~ ^[0-9]+$ ]] && ((nodes >= 1 && nodes <= MAX_NODES)) ||
+    if ! [[ $nodes =~ ^[0-9]+$ ]] || ((nodes < 1 || nodes > MAX_NODES)); then
       die "--nodes must be 1..$MAX_NODES"
-    [[ $rocky =~ ^[0-9]+$ ]] && ((rocky <= nodes - 1)) || die "--rocky must be 0..$((nodes - 1))"
+    fi
+    if ! [[ $rocky =~ ^[0-9]+$ ]] || ((rocky > nodes - 1)); then
+      die "--rocky must be 0..$((nodes - 1))"
+    fi
     row master1 1 ubuntu-22.04 master
     for ((i = 1; i < nodes; i++)); do
       os=ubuntu-22.04
-      ((i > nodes - 1 - rocky)) && os=rocky-9
+      if ((i > nodes - 1 - rocky)); then os="rocky-9"; fi
       gpu_worker "worker$i" $((i + 1)) "$os"
     done
     return 0
@@ -65,7 +68,9 @@ apply_faults() {
   for spec in "$@"; do
     node=${spec%%:*}
     fault=${spec#*:}
-    [ "$node" != "$spec" ] && [ -n "$fault" ] || die "--fault wants NODE:FAULT, got '$spec'"
+    if [ "$node" = "$spec" ] || [ -z "$fault" ]; then
+      die "--fault wants NODE:FAULT, got '$spec'"
+    fi
     check_fault "$fault"
     faults[$node]="${faults[$node]:+${faults[$node]} }$fault"
   done
