@@ -28,7 +28,13 @@ MASK_UNITS=(
   container-getty@.service
   apt-daily.timer apt-daily-upgrade.timer dpkg-db-backup.timer man-db.timer
   fstrim.timer e2scrub_all.timer e2scrub_reap.service
-  postgresql.service
+  postgresql.service packagekit.service packagekit-offline-update.service
+)
+# Generators that only matter on real hardware; each one is a process per boot.
+MASK_GENERATORS=(
+  systemd-cryptsetup-generator systemd-gpt-auto-generator systemd-hibernate-resume-generator
+  systemd-integritysetup-generator systemd-veritysetup-generator systemd-system-update-generator
+  systemd-getty-generator systemd-debug-generator postgresql-generator
 )
 KEEP_UNITS=(ssh.service sshd.service remote-fs.target)
 
@@ -134,6 +140,9 @@ mask_units() {
   for unit in "${units[@]}"; do
     layer_link "$u" "/etc/systemd/system/$unit" /dev/null
   done
+  for unit in "${MASK_GENERATORS[@]}"; do
+    layer_link "$u" "/etc/systemd/system-generators/$unit" /dev/null
+  done
 }
 
 os_release() {
@@ -180,8 +189,10 @@ EOF
 }
 
 # Package sources: Ubuntu-like nodes see only the lab's apt repository; the
-# host's lists and caches are hidden (first boot runs apt-get update, so the
-# lists are fresh and their mtime means what it says).
+# host's lists and caches are hidden. base_apt_lists then fills the lists
+# from the lab repository, so they are fresh and their mtime means what it
+# says (an empty lists dir with a new mtime would make tools that honour a
+# cache age skip `apt-get update`).
 disk_ubuntu() {
   local u=$1 t
   os_release ubuntu-22.04 | layer_write "$u" /usr/lib/os-release
@@ -197,6 +208,7 @@ disk_ubuntu() {
   layer_dir "$u" /var/lib/apt/lists/partial
   opaque "$u" /var/cache/apt
   layer_dir "$u" /var/cache/apt/archives/partial
+  : | layer_write "$u" /etc/gpuctl-lab/firstboot.done # nothing to do at first boot
   for t in "${RPM_TOOLS[@]}"; do [ -e "$t" ] && whiteout "$u" "$t"; done
   return 0
 }
@@ -327,6 +339,44 @@ profile_env() {
     "FAULTS=\"$N_FAULTS\""
 }
 
+# Fills the base layer's apt lists from the lab repository, once per lab
+# instead of once per node: `apt-get update` on the host, in a private mount
+# namespace where the repository sits at /srv/gpuctl-repo as in the nodes.
+base_apt_lists() {
+  local b=$1 tmp
+  tmp=$(mktemp -d)
+  mkdir -p "$tmp/parts" "$tmp/cache"
+  echo "deb [trusted=yes] file:/srv/gpuctl-repo/deb ./" >"$tmp/sources.list"
+  # shellcheck disable=SC2016  # expanded by the inner sh
+  unshare --mount --propagation private sh -c '
+    mount -t tmpfs -o size=1m tmpfs /srv && mkdir /srv/gpuctl-repo &&
+    mount --bind -o ro "$1" /srv/gpuctl-repo &&
+    apt-get update -qq -o Dir::Etc::SourceList="$2/sources.list" -o Dir::Etc::SourceParts="$2/parts" \
+      -o Dir::State::Lists="$3" -o Dir::Cache="$2/cache" -o APT::Update::Error-Mode=any \
+      -o "APT::Update::Post-Invoke-Success::=" -o "APT::Update::Post-Invoke::="' \
+    sh "$LAB_REPO" "$tmp" "$b/var/lib/apt/lists" >"$tmp/log" 2>&1 ||
+    warn "apt-get update for the base layer failed: $(tail -n 3 "$tmp/log")"
+  rm -rf "$tmp"
+}
+
+# state/dev: the skeleton of a node's /dev, copied into its tmpfs at boot:
+# the harmless character devices, a mount point for a private devpts, links.
+dev_skeleton() {
+  local s=$LAB_STATE/dev d name major minor
+  [ -c "$s/tty" ] && return 0
+  rm -rf --one-file-system "$s"
+  mkdir -p "$s/pts" "$s/shm"
+  for d in null:1:3 zero:1:5 full:1:7 random:1:8 urandom:1:9 tty:5:0; do
+    IFS=: read -r name major minor <<<"$d"
+    mknod -m 666 "$s/$name" c "$major" "$minor"
+  done
+  ln -s pts/ptmx "$s/ptmx"
+  ln -s /proc/self/fd "$s/fd"
+  ln -s /proc/self/fd/0 "$s/stdin"
+  ln -s /proc/self/fd/1 "$s/stdout"
+  ln -s /proc/self/fd/2 "$s/stderr"
+}
+
 # Builds state/base-<os> for this lab (nodes off); kept while its inputs
 # (node table, lab key, this file, firstboot.sh, the host's enabled units)
 # are unchanged.
@@ -334,7 +384,7 @@ base_prepare() {
   local os=$1 b hash
   b=$LAB_STATE/base-$os
   hash=$(cat "$LAB_TABLE" "$LAB_STATE/ssh/id_ed25519.pub" "$LAB_LIB/disk.sh" "$LAB_LIB/firstboot.sh" \
-    <(echo "$os" /etc/systemd/system/*.wants/*) | sha256sum)
+    "$LAB_REPO/.source-hash" <(echo "$os" /etc/systemd/system/*.wants/*) | sha256sum)
   [ -d "$b" ] && [ "$(read_file "$b.hash")" = "$hash" ] && return 0
   rm -rf --one-file-system "$b"
   mkdir -p "$b"
@@ -347,6 +397,7 @@ base_prepare() {
     rocky-*) disk_rocky "$b" ;;
   esac
   layer_commit "$b"
+  case $os in ubuntu-*) base_apt_lists "$b" ;; esac
   echo "$hash" >"$b.hash"
 }
 

@@ -1,18 +1,14 @@
 #!/bin/sh
-# gpuctl-lab: runs once inside a node, on its first boot, before sshd starts
-# (gpuctl-lab-firstboot.service). Ubuntu-like nodes: fetch the lab
-# repository's package lists (fresh lists, true mtime). Rocky-like nodes:
-# install gpuctl-lab-rocky-base so the rpm database is not empty and later
-# rpms resolve /bin/sh, bash, coreutils, systemd. Marks itself done only on
-# success, so a node retries on its next boot (e.g. after the repository
-# gained the base package).
+# gpuctl-lab: runs once inside a Rocky-like node, on its first boot, before
+# sshd starts (gpuctl-lab-firstboot.service): installs gpuctl-lab-rocky-base
+# so the rpm database is not empty and later rpms resolve /bin/sh, bash,
+# coreutils, systemd. Marks itself done only on success, so a node retries
+# on its next boot (e.g. after the repository gained the base package).
+# Ubuntu-like nodes need nothing: their base layer has fresh apt lists.
 set -u
 # shellcheck source=/dev/null
 . /etc/gpuctl-lab/profile.env
 case "$LAB_OS" in
-  ubuntu-*)
-    apt-get update -qq -o APT::Update::Error-Mode=any || exit 0
-    ;;
   rocky-*)
     if ! rpm -q gpuctl-lab-rocky-base >/dev/null 2>&1; then
       rpmfile=$(find /srv/gpuctl-repo/rpm -name 'gpuctl-lab-rocky-base-*.rpm' 2>/dev/null | sort | tail -n 1)

@@ -202,6 +202,21 @@ boot_nodes() {
   done
 }
 
+# Host-wide limits the nodes share. Each node's systemd, journald, logind and
+# dbus hold ~6 inotify instances, all counted against root's (and
+# messagebus's) fs.inotify.max_user_instances, 128 by default: at ~20 nodes
+# systemd fails to start, silently (exit 255). Raise the limit, never lower it.
+host_limits() {
+  local count=$1 cur need
+  need=$((256 + 8 * count))
+  getf cur /proc/sys/fs/inotify/max_user_instances 0
+  if ((cur < need)); then
+    echo "$need" >/proc/sys/fs/inotify/max_user_instances ||
+      die "fs.inotify.max_user_instances is $cur; $count nodes need $need"
+    log "raised fs.inotify.max_user_instances from $cur to $need (host-wide, until reboot)"
+  fi
+}
+
 cmd_up() {
   local profile=seed nodes="" rocky=0 timeout="" parallel=${GPUCTL_LAB_PARALLEL:-6} faults=()
   while (($#)); do
@@ -244,10 +259,12 @@ cmd_up() {
   repo_ensure
 
   n=$(wc -l <"$LAB_TABLE")
+  host_limits "$n"
   log "lab '$LAB_NAME': $n nodes on $(lab_net).0/24, bridge $LAB_BRIDGE, state $LAB_STATE"
   net_up_bridge "$(lab_net)"
   net_up_nodes
   LAB_MASTER_ADDR=$(awk -F'\t' '$4 ~ /(^|,)master(,|$)/ { print $2; exit }' "$LAB_TABLE")
+  dev_skeleton
   while read -r os; do base_prepare "$os"; done < <(cut -f3 "$LAB_TABLE" | sort -u)
   while IFS=$'\t' read -r N_NAME N_ADDR N_OS N_ROLES N_GPU_MODEL N_GPU_COUNT N_GPU_MEM N_IB N_FAULTS; do
     for v in N_GPU_MODEL N_GPU_COUNT N_GPU_MEM N_IB N_FAULTS; do

@@ -24,7 +24,7 @@ set -euo pipefail
 
 node_dir=$1
 # shellcheck source=/dev/null
-. "$node_dir/boot.env" # NODE LAB_NAME BOOT BOOT_ID UPPER WORK BASE MERGED REPO HIDE
+. "$node_dir/boot.env" # NODE LAB_NAME BOOT BOOT_ID UPPER WORK BASE DEVSKEL MERGED REPO HIDE
 
 m=$MERGED
 hostname "$NODE"
@@ -58,19 +58,11 @@ mount -o remount,bind,ro "$m/sys"
 # host's v1 hierarchies, which all nodes would otherwise share.
 mount -t cgroup2 -o nosuid,nodev,noexec cgroup2 "$m/sys/fs/cgroup"
 
+# /dev from the lab's skeleton (device nodes and links, see dev_skeleton).
 mount -t tmpfs -o mode=755,nosuid,size=1m tmpfs "$m/dev"
-for d in null:1:3 zero:1:5 full:1:7 random:1:8 urandom:1:9 tty:5:0; do
-  IFS=: read -r name major minor <<<"$d"
-  mknod -m 666 "$m/dev/$name" c "$major" "$minor"
-done
-mkdir -p "$m/dev/pts" "$m/dev/shm"
+cp -a "$DEVSKEL/." "$m/dev/"
 mount -t devpts -o newinstance,ptmxmode=0666,mode=620,gid=5 devpts "$m/dev/pts"
-ln -s pts/ptmx "$m/dev/ptmx"
 mount -t tmpfs -o mode=1777,nosuid,nodev,size=64m tmpfs "$m/dev/shm"
-ln -s /proc/self/fd "$m/dev/fd"
-ln -s /proc/self/fd/0 "$m/dev/stdin"
-ln -s /proc/self/fd/1 "$m/dev/stdout"
-ln -s /proc/self/fd/2 "$m/dev/stderr"
 
 mkdir -p "$m/srv/gpuctl-repo"
 mount --bind -o ro "$REPO" "$m/srv/gpuctl-repo"

@@ -70,9 +70,13 @@ cmd_ssh() {
   need_lab
   (($# >= 1)) || die "usage: gpuctl-lab ssh NODE [COMMAND...]"
   require_node "$1"
+  # A lab that is down has no route to its subnet: never let ssh try the
+  # host's default route instead.
+  find_pid1 "$1" || die "node $1 is not running (gpuctl-lab status)"
   shift
   exec ssh -i "$LAB_STATE/ssh/id_ed25519" -o UserKnownHostsFile="$LAB_STATE/known_hosts" \
-    -o StrictHostKeyChecking=yes -o BatchMode=yes -o LogLevel=ERROR "root@$N_ADDR" "$@"
+    -o StrictHostKeyChecking=yes -o BatchMode=yes -o ConnectTimeout=10 -o LogLevel=ERROR \
+    "root@$N_ADDR" "$@"
 }
 
 node_is_up() { [ "$(node_state "$1")" = up ]; }
@@ -121,8 +125,9 @@ node_kill() {
   kill -9 "$NODE_PID1" 2>/dev/null || true
 }
 
-# reboot NODE [--hard] [--wait]: `systemctl reboot` inside the node, or with
-# --hard a reset (PID 1 killed); the supervisor boots it again.
+# reboot NODE [--hard] [--wait]: a clean reboot (ctrl-alt-del to the node's
+# systemd), or with --hard a reset (PID 1 killed); the supervisor boots it
+# again.
 cmd_reboot() {
   need_lab
   local node="" hard=0 wait=0 before
@@ -136,11 +141,14 @@ cmd_reboot() {
   done
   require_node "$node"
   getf before "$LAB_NODES_DIR/$node/boots" 0
-  node_pid1 "$node" >/dev/null || die "node $node is not running"
+  find_pid1 "$node" || die "node $node is not running"
   if ((hard)); then
-    : >"$(node_dir "$node")/reset"
+    : >"$LAB_NODES_DIR/$node/reset"
     node_kill "$node"
-  else node_exec "$node" systemctl --no-block reboot; fi
+  else
+    # SIGINT is systemd's ctrl-alt-del: a clean reboot, as `systemctl reboot`.
+    kill -s INT "$NODE_PID1"
+  fi
   if ((wait)); then
     wait_until 60 0.1 boots_above "$node" "$before" ||
       die "node $node did not boot again"

@@ -50,6 +50,7 @@ BOOT_ID=$(cat /proc/sys/kernel/random/uuid)
 UPPER=$d/upper
 WORK=$d/work
 BASE=$LAB_STATE/base-$(cat "$d/os")
+DEVSKEL=$LAB_STATE/dev
 MERGED=$d/merged
 REPO=$LAB_REPO
 HIDE="$(dirname "$LAB_STATE")"
