@@ -12,9 +12,11 @@ build_pkgs=(
   clang-format clang-tidy
   openssh-server openssh-client
 )
+# dpkg-dev, rpm (rpmbuild), createrepo-c and gcc build the lab's package
+# repository (lab/build-repo.sh; gcc makes the stand-ins' stub libraries).
 lab_pkgs=(
   iproute2 util-linux procps psmisc systemd dbus openssh-server openssh-client
-  dpkg-dev rpm createrepo-c dnf python3
+  dpkg-dev rpm createrepo-c dnf python3 gcc
 )
 bench_pkgs=(ansible pdsh hyperfine)
 

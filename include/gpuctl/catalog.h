@@ -66,14 +66,25 @@ struct Step {
 
 class Catalog {
  public:
-  // Loads every playbooks/*.yaml in `dir` (sorted by name). Checks syntax,
-  // unknown keys, types, duplicate ids, unknown dependency ids and cycles.
+  // Loads every playbooks/*.yaml in `dir` (sorted by name), and the prelude
+  // from `dir`/prelude.sh when there is one. Checks syntax, unknown keys,
+  // types, duplicate ids, unknown dependency ids and cycles.
   static std::optional<Catalog> Load(const std::string& dir, Diagnostics& diagnostics);
   // One playbook's text (tests).
   static std::optional<Catalog> Parse(const std::string& text, const std::string& path,
                                       Diagnostics& diagnostics);
 
+  // A catalog from steps built in code (unit tests); no validation.
+  static Catalog FromSteps(std::vector<Step> steps) {
+    Catalog c;
+    c.steps_ = std::move(steps);
+    return c;
+  }
+
   [[nodiscard]] const std::vector<Step>& steps() const { return steps_; }
+  // Shell functions prepended to every script (playbooks/prelude.sh).
+  [[nodiscard]] const std::string& prelude() const { return prelude_; }
+  void set_prelude(std::string prelude) { prelude_ = std::move(prelude); }
   [[nodiscard]] const Step* Find(const std::string& id) const;
   // Content hash of the whole catalog: a saved plan records it.
   [[nodiscard]] std::string Digest() const;
@@ -81,6 +92,7 @@ class Catalog {
  private:
   static void CheckGraph(const std::vector<Step>& steps, Diagnostics& diagnostics);
   std::vector<Step> steps_;  // file order, then order within a file
+  std::string prelude_;
 };
 
 // Directory holding the catalog: $GPUCTL_PLAYBOOKS, else the installed share

@@ -149,6 +149,11 @@ struct Inventory {
 
   [[nodiscard]] const Node* Find(const std::string& name) const;
   [[nodiscard]] std::vector<const Node*> WithRole(Role role) const;
+  // The first master; nullptr if none (a loaded inventory has exactly one).
+  [[nodiscard]] const Node* Master() const;
+  // The node serving NFS: nfs.server, else the first storage node, else the
+  // master; nullptr without an nfs block.
+  [[nodiscard]] const Node* NfsServer() const;
 };
 
 // Reads and validates an inventory. Problems go to `diagnostics`, each with

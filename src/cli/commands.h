@@ -7,9 +7,10 @@
 namespace gpuctl::cli {
 
 // Exit codes a script can rely on (docs/exit-codes.md).
-inline constexpr int kExitOk = 0;       // nothing to change / cluster matches
-inline constexpr int kExitError = 1;    // bad input, unreachable node, failed step
-inline constexpr int kExitChanges = 2;  // plan: changes pending; check: mismatches found
+inline constexpr int kExitOk = 0;             // nothing to change / cluster matches
+inline constexpr int kExitError = 1;          // bad input, unreachable node, failed step
+inline constexpr int kExitChanges = 2;        // plan: changes pending; check: mismatches found
+inline constexpr int kExitInterrupted = 130;  // apply: stopped by Ctrl-C (128 + SIGINT)
 
 struct GlobalOptions {
   int verbosity = 0;
@@ -20,5 +21,9 @@ struct GlobalOptions {
 
 void AddGlobalOptions(CLI::App& app, GlobalOptions& global);
 void SetValidateCommand(CLI::App& app, const GlobalOptions& global, int& exit_code);
+void SetPlanCommand(CLI::App& app, const GlobalOptions& global, int& exit_code);
+void SetApplyCommand(CLI::App& app, const GlobalOptions& global, int& exit_code);
+void SetCheckCommand(CLI::App& app, const GlobalOptions& global, int& exit_code);
+void SetLabCommand(CLI::App& app, int& exit_code);
 
 }  // namespace gpuctl::cli

@@ -7,7 +7,11 @@ void AddGlobalOptions(CLI::App& app, GlobalOptions& global) {
                "Show each command sent and its output (repeat for more)");
   app.add_option("--playbooks", global.playbooks, "Directory of step catalog YAML files")
       ->envname("GPUCTL_PLAYBOOKS");
-  app.add_flag("--no-color", global.no_color, "Plain output without ANSI colours");
+  app.add_flag("--no-color", global.no_color, "Plain output without ANSI colours")
+      ->envname("NO_COLOR");
+  app.add_option("-o,--output", global.output, "Output format")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
 }
 
 }  // namespace gpuctl::cli

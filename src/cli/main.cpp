@@ -13,6 +13,10 @@ int main(int argc, char** argv) {
   gpuctl::cli::AddGlobalOptions(app, global);
   int exit_code = 0;
   gpuctl::cli::SetValidateCommand(app, global, exit_code);
+  gpuctl::cli::SetPlanCommand(app, global, exit_code);
+  gpuctl::cli::SetApplyCommand(app, global, exit_code);
+  gpuctl::cli::SetCheckCommand(app, global, exit_code);
+  gpuctl::cli::SetLabCommand(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,25 +1,26 @@
+// gpuctl validate: read the inventory and the catalog, report every problem.
 #include <iostream>
 
 #include "cli/commands.h"
-#include "gpuctl/inventory.h"
+#include "cli/inputs.h"
 
 namespace gpuctl::cli {
 
-void SetValidateCommand(CLI::App& app, const GlobalOptions& /*global*/, int& exit_code) {
-  auto* cmd = app.add_subcommand(
-      "validate", "Check an inventory (and the step catalog) without touching any node");
+void SetValidateCommand(CLI::App& app, const GlobalOptions& global, int& exit_code) {
+  auto* cmd =
+      app.add_subcommand("validate",
+                         "Check an inventory and the step catalog without contacting any node.\n"
+                         "Prints every error as file:line:column; exit status 1 if there is any.");
   auto inventory = std::make_shared<std::string>();
   cmd->add_option("inventory", *inventory, "Inventory YAML file")->required();
-  cmd->callback([inventory, &exit_code] {
-    Diagnostics diagnostics;
-    auto inv = LoadInventory(*inventory, diagnostics);
-    std::cerr << diagnostics.Format();
-    if (!inv) {
-      std::cerr << diagnostics.ErrorCount() << " error(s) in " << *inventory << "\n";
+  cmd->callback([inventory, &global, &exit_code] {
+    auto inputs = LoadInputs(*inventory, global, std::cerr);
+    if (!inputs) {
       exit_code = kExitError;
       return;
     }
-    std::cout << *inventory << ": ok (" << inv->nodes.size() << " nodes)\n";
+    std::cout << *inventory << ": ok (" << inputs->inventory.nodes.size() << " nodes, "
+              << inputs->catalog.steps().size() << " catalog steps)\n";
     exit_code = kExitOk;
   });
 }

@@ -1,0 +1,13 @@
+// A short content digest (64-bit FNV-1a, 16 hex digits). Used to notice that a
+// step, a catalog or an inventory changed between plan and apply; not a
+// security boundary, so a fast non-cryptographic hash is enough.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace gpuctl {
+
+std::string Digest(std::string_view text);
+
+}  // namespace gpuctl

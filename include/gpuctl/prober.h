@@ -1,0 +1,46 @@
+// Prober: the read-only path to a node. It can run a step's probe and its
+// verification, and nothing else: the planner and `check` are handed a Prober,
+// never the change scripts, so a plan cannot modify a node by construction
+// (k0sctl's per-call dry-run discipline is the failure this avoids).
+#pragma once
+
+#include "gpuctl/catalog.h"
+#include "gpuctl/plan.h"
+#include "gpuctl/redact.h"
+#include "gpuctl/reporter.h"
+#include "gpuctl/transport.h"
+
+namespace gpuctl {
+
+class Prober {
+ public:
+  Prober(Connection& connection, Reporter& reporter, const Redactor& redactor,
+         const std::string& prelude)
+      : connection_(connection), reporter_(reporter), redactor_(redactor), prelude_(prelude) {}
+
+  // Runs the step's probe and records the outcome in `item` (state, observed,
+  // detail). Returns the new state.
+  ItemState Probe(const Step& step, PlanItem& item);
+  // Runs the verification probe (the probe if the step has none): true when
+  // the change took effect. `item.observed`/`detail` describe what was seen.
+  bool Verify(const Step& step, PlanItem& item);
+
+ private:
+  ItemState Run(const Step& step, PlanItem& item, const std::string& script, Activity activity);
+  Connection& connection_;
+  Reporter& reporter_;
+  const Redactor& redactor_;
+  const std::string& prelude_;
+};
+
+// The full text sent to a node: the catalog's prelude, then the script.
+std::string WithPrelude(const std::string& prelude, const std::string& script);
+
+// Maps a probe's exit status to an item state; `alive` tells a lost
+// connection apart from a failing probe.
+ItemState StateFromProbe(const CommandResult& result, bool alive);
+
+// The last lines of a command's output, for messages and the journal.
+std::string Tail(const std::string& text, std::size_t max_lines = 12);
+
+}  // namespace gpuctl

@@ -1,0 +1,12 @@
+# cuda-drivers-<branch>: pins a driver branch, as NVIDIA's repositories offer.
+source "$PKG_DIR/../nvidia-driver/branches.sh"
+pkg_variants() { printf '%s\n' $NVIDIA_BRANCHES; }
+
+if [ -n "$PKG_VARIANT" ]; then
+  v=$(nvidia_release "$PKG_VARIANT")
+  PKG_NAME=cuda-drivers-$PKG_VARIANT
+  PKG_VERSION=$v-1
+  PKG_SUMMARY="CUDA driver metapackage, branch $PKG_VARIANT"
+  PKG_DEB_DEPENDS="cuda-drivers (= $v-1)"
+  PKG_RPM_REQUIRES="cuda-drivers = $v"
+fi

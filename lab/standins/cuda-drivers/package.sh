@@ -1,0 +1,14 @@
+# cuda-drivers: NVIDIA's repository metapackage, one version per driver branch
+# (the newest wins unless pinned: `dnf install cuda-drivers-550.127.05`,
+# `apt-get install cuda-drivers=550.127.05-1`).
+source "$PKG_DIR/../nvidia-driver/branches.sh"
+pkg_variants() { printf '%s\n' $NVIDIA_BRANCHES; }
+
+if [ -n "$PKG_VARIANT" ]; then
+  v=$(nvidia_release "$PKG_VARIANT")
+  PKG_NAME=cuda-drivers
+  PKG_VERSION=$v-1
+  PKG_SUMMARY="CUDA driver metapackage ($v)"
+  PKG_DEB_DEPENDS="nvidia-driver-$PKG_VARIANT (= $v-1)"
+  PKG_RPM_REQUIRES="nvidia-driver-cuda = $v, kmod-nvidia-latest-dkms = $v"
+fi

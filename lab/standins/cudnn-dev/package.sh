@@ -1,0 +1,21 @@
+# libcudnn9-dev-cuda-<major> (RHEL: libcudnn9-devel-cuda-<major>): the headers,
+# here cudnn_version.h with the real CUDNN_MAJOR/MINOR/PATCHLEVEL defines.
+source "$PKG_DIR/../cudnn/release.sh"
+pkg_variants() { printf '%s\n' $CUDNN_CUDA_MAJORS; }
+if [ -n "$PKG_VARIANT" ]; then
+  PKG_NAME=libcudnn9-dev-cuda-$PKG_VARIANT
+  PKG_RPM_NAME=libcudnn9-devel-cuda-$PKG_VARIANT
+  PKG_VERSION=$CUDNN_RELEASE-1
+  PKG_SUMMARY="NVIDIA cuDNN 9 development files for CUDA $PKG_VARIANT"
+  PKG_DEB_DEPENDS="libcudnn9-cuda-$PKG_VARIANT (= $PKG_VERSION)"
+  PKG_RPM_REQUIRES="libcudnn9-cuda-$PKG_VARIANT = $CUDNN_RELEASE"
+  PKG_PROVIDES="libcudnn9-dev"
+  PKG_CONFLICTS="libcudnn9-dev"
+fi
+pkg_stage() {
+  IFS=. read -r major minor patch _ <<<"$CUDNN_RELEASE"
+  mkdir -p "$1/usr/include" "$1/usr/lib/x86_64-linux-gnu"
+  sed -e "s/@MAJOR@/$major/" -e "s/@MINOR@/$minor/" -e "s/@PATCH@/$patch/" \
+    "$PKG_DIR/cudnn_version.h.in" >"$1/usr/include/cudnn_version.h"
+  ln -s libcudnn.so.9 "$1/usr/lib/x86_64-linux-gnu/libcudnn.so"
+}

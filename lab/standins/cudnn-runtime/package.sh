@@ -1,0 +1,20 @@
+# libcudnn9-cuda-<major>: the cuDNN runtime library, a stub whose
+# cudnnGetVersion() answers the release. One CUDA flavour at a time (same files).
+source "$PKG_DIR/../cudnn/release.sh"
+source "$PKG_DIR/../stub-lib.sh"
+pkg_variants() { printf '%s\n' $CUDNN_CUDA_MAJORS; }
+if [ -n "$PKG_VARIANT" ]; then
+  PKG_NAME=libcudnn9-cuda-$PKG_VARIANT
+  PKG_VERSION=$CUDNN_RELEASE-1
+  PKG_SUMMARY="NVIDIA cuDNN 9 runtime for CUDA $PKG_VARIANT (stub library)"
+  PKG_ARCH=amd64 # a real (stub) ELF library inside
+  PKG_PROVIDES="libcudnn9"
+  PKG_CONFLICTS="libcudnn9"
+fi
+pkg_stage() {
+  local v=${CUDNN_RELEASE%.*} lib=$1/usr/lib/x86_64-linux-gnu
+  IFS=. read -r major minor patch _ <<<"$CUDNN_RELEASE"
+  stub_lib "$lib/libcudnn.so.$v" libcudnn.so.9 \
+    "unsigned long cudnnGetVersion(void) { return $((major * 10000 + minor * 100 + patch)); }"
+  ln -s "libcudnn.so.$v" "$lib/libcudnn.so.9"
+}

@@ -1,0 +1,289 @@
+"""Shared by the gpuctl lab's stand-in tools (nvidia-smi, ibstat, ...).
+
+A lab node has no GPU and no InfiniBand adapter. What the stand-ins report comes
+from the node profile the lab writes (/etc/gpuctl-lab/profile.env) plus a little
+state on the node's own filesystem, so one package behaves per node and per
+injected fault. Every value is derived from the node name, never random, so a
+node answers the same way on every call and after every reboot.
+
+Environment (for tests): GPUCTL_LAB_PROFILE overrides the profile path;
+GPUCTL_LAB_ROOT prefixes every other node path (default /).
+"""
+
+import hashlib
+import os
+import shlex
+
+PROFILE_PATH = "/etc/gpuctl-lab/profile.env"
+NVIDIA_LIB_DIR = "/usr/lib/gpuctl-lab/nvidia"  # version files the packages ship
+NVIDIA_RUN_DIR = "/run/gpuctl-lab/nvidia"  # tmpfs: what this boot loaded
+MODPROBE_DIRS = ("/etc/modprobe.d", "/usr/lib/modprobe.d", "/lib/modprobe.d", "/run/modprobe.d")
+
+
+def node_path(path):
+    """An absolute node path, under GPUCTL_LAB_ROOT when a test sets it."""
+    return os.path.join(os.environ.get("GPUCTL_LAB_ROOT", "/"), path.lstrip("/"))
+
+
+def read_text(path, default=None):
+    try:
+        with open(node_path(path), encoding="utf-8") as f:
+            return f.read()
+    except OSError:
+        return default
+
+
+def write_text(path, text):
+    full = node_path(path)
+    os.makedirs(os.path.dirname(full), exist_ok=True)
+    with open(full, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def stable_int(*parts):
+    """A number fixed by the parts (node name, device index...)."""
+    digest = hashlib.sha256("|".join(str(p) for p in parts).encode()).hexdigest()
+    return int(digest, 16)
+
+
+def stable_hex(*parts, length=32):
+    return hashlib.sha256("|".join(str(p) for p in parts).encode()).hexdigest()[:length]
+
+
+class Profile:
+    """The node profile: shell KEY=VALUE lines, quotes allowed, # comments."""
+
+    def __init__(self, values):
+        self.values = values
+        self.node = values.get("LAB_NODE") or os.uname().nodename
+        self.address = values.get("LAB_ADDRESS", "")
+        self.gpu_model = values.get("GPU_MODEL", "")
+        self.gpu_count = _int(values.get("GPU_COUNT"), 0)
+        self.gpu_memory_mib = _int(values.get("GPU_MEMORY_MIB"), 0)
+        self.faults = {}  # name -> list of values ("" for a bare fault)
+        for word in values.get("FAULTS", "").split():
+            name, _, value = word.partition("=")
+            self.faults.setdefault(name, []).append(value)
+        self.ib_ports = []
+        for word in values.get("IB_PORTS", "").split():
+            fields = word.split(":")
+            if len(fields) != 4:
+                continue
+            dev, port, rate, state = fields
+            if dev in self.faults.get("ib-down", []) or f"{dev}:{port}" in self.faults.get(
+                    "ib-down", []):
+                state = "Down"
+            self.ib_ports.append(IbPort(dev, _int(port, 1), _int(rate, 0), state))
+
+    def has_fault(self, name):
+        return name in self.faults
+
+    def fault_int(self, name, default=0):
+        values = self.faults.get(name)
+        return _int(values[-1], default) if values else default
+
+
+class IbPort:
+    def __init__(self, device, port, rate, state):
+        self.device = device
+        self.port = port
+        self.rate = rate
+        self.active = state.lower() == "active"
+
+
+def _int(text, default):
+    try:
+        return int(str(text).strip())
+    except (TypeError, ValueError):
+        return default
+
+
+def load_profile():
+    path = os.environ.get("GPUCTL_LAB_PROFILE") or node_path(PROFILE_PATH)
+    values = {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        lines = []
+    for line in lines:
+        try:
+            words = shlex.split(line, comments=True)
+        except ValueError:
+            continue  # an unbalanced quote: skip the line, as a forgiving reader
+        for word in words:  # "export KEY=VALUE" works too
+            key, sep, value = word.partition("=")
+            if sep:
+                values[key] = value
+    return Profile(values)
+
+
+# --- the NVIDIA kernel module ------------------------------------------------
+#
+# A real driver works only once its kernel module is loaded, which happens at
+# boot, and only if nouveau did not take the GPU first. The stand-in keeps that
+# rule: nvidia-dkms ships module-version; at boot a systemd unit runs
+# `driver-state --load`, which records in /run (a tmpfs, so a reboot clears it)
+# the version it "loaded", or why it could not. Installing or upgrading the
+# driver therefore changes nothing until the next reboot, and nvidia-smi from a
+# newer nvidia-utils against an older loaded module reports the real
+# "Driver/library version mismatch".
+
+
+def nouveau_blacklisted():
+    for d in MODPROBE_DIRS:
+        try:
+            names = sorted(os.listdir(node_path(d)))
+        except OSError:
+            continue
+        for name in names:
+            if not name.endswith(".conf"):
+                continue
+            for line in (read_text(f"{d}/{name}", "") or "").splitlines():
+                if line.split()[:2] == ["blacklist", "nouveau"]:
+                    return True
+    return False
+
+
+def load_module(profile):
+    """What the boot unit does: record the module this boot runs with."""
+    module = (read_text(f"{NVIDIA_LIB_DIR}/module-version") or "").strip()
+    if not module:
+        result = "failed no nvidia kernel module installed"
+    elif not nouveau_blacklisted():
+        result = "failed nouveau is bound to the GPUs (no modprobe.d file blacklists nouveau)"
+    elif profile.has_fault("driver-load-fail"):
+        result = "failed modprobe nvidia: fault injected (driver-load-fail)"
+    else:
+        result = f"loaded {module}"
+    write_text(f"{NVIDIA_RUN_DIR}/module", result + "\n")
+    return result
+
+
+class DriverState:
+    """The driver as nvidia-smi would find it."""
+
+    def __init__(self, profile):
+        self.module = (read_text(f"{NVIDIA_LIB_DIR}/module-version") or "").strip() or None
+        self.library = (read_text(f"{NVIDIA_LIB_DIR}/nvml-version") or "").strip() or None
+        record = (read_text(f"{NVIDIA_RUN_DIR}/module") or "").strip()
+        self.loaded = None
+        if record.startswith("loaded "):
+            self.loaded = record.split(" ", 1)[1]
+            self.reason = ""
+        elif record.startswith("failed "):
+            self.reason = record.split(" ", 1)[1]
+        elif self.module:
+            self.reason = "installed since the last boot: reboot to load the module"
+        else:
+            self.reason = "no nvidia kernel module installed"
+        if self.loaded and profile.has_fault("driver-load-fail"):
+            self.loaded = None
+            self.reason = "fault injected (driver-load-fail)"
+        self.reboot_required = self.module != self.loaded and self.module is not None
+
+    @property
+    def state(self):
+        if not self.loaded:
+            return "not-loaded"
+        if self.library and self.library != self.loaded:
+            return "mismatch"
+        return "loaded"
+
+
+# --- GPUs ---------------------------------------------------------------------
+# Per model: the values a real board of that model reports. The H100 row is
+# taken from the real capture in tests/fixtures/nvidia-smi/h100-80gb-hbm3/.
+
+_H100 = dict(name="NVIDIA H100 80GB HBM3", arch="Hopper", memory_mib=81559, reserved_mib=480,
+             compute_cap="9.0", vbios="96.00.DA.00.0C", device_id="0x233010DE",
+             subsystem_id="0x16C110DE", board_part="692-2G520-0200-000",
+             gpu_part="2330-885-A1", inforom="G520.0200.00.05", power_limit=700,
+             idle_power=70.7, pcie_gen=5, nvlinks=18, bar1_mib=131072,
+             clocks=(1980, 2619, 1545), aliases=("h100", "h100-sxm", "h100-80gb-hbm3"))
+MODELS = [
+    _H100,
+    dict(_H100, name="NVIDIA H200", memory_mib=143771, reserved_mib=586,
+         vbios="96.00.9F.00.01", device_id="0x233510DE", subsystem_id="0x18BE10DE",
+         board_part="692-2G520-0280-000", gpu_part="2335-885-A1", clocks=(1980, 3201, 1545),
+         bar1_mib=262144, aliases=("h200", "h200-141gb")),
+    dict(_H100, name="NVIDIA A100-SXM4-80GB", arch="Ampere", memory_mib=81920, reserved_mib=567,
+         compute_cap="8.0", vbios="92.00.45.00.03", device_id="0x20B210DE",
+         subsystem_id="0x147F10DE", board_part="692-2G506-0210-002", gpu_part="20B2-895-A1",
+         inforom="G506.0210.00.02", power_limit=400, idle_power=61.5, pcie_gen=4, nvlinks=12,
+         clocks=(1410, 1593, 1290), aliases=("a100", "a100-80gb", "a100-sxm4-80gb")),
+    dict(_H100, name="NVIDIA A100-SXM4-40GB", arch="Ampere", memory_mib=40960, reserved_mib=512,
+         compute_cap="8.0", vbios="92.00.19.00.10", device_id="0x20B010DE",
+         subsystem_id="0x134F10DE", board_part="692-2G506-0200-003", gpu_part="20B0-884-A1",
+         inforom="G506.0200.00.04", power_limit=400, idle_power=55.2, pcie_gen=4, nvlinks=12,
+         clocks=(1410, 1215, 1290), aliases=("a100-40gb", "a100-sxm4-40gb")),
+    dict(_H100, name="NVIDIA L40S", arch="Ada Lovelace", memory_mib=46068, reserved_mib=559,
+         compute_cap="8.9", vbios="95.02.66.00.02", device_id="0x26B910DE",
+         subsystem_id="0x185110DE", board_part="900-2G133-0080-000", gpu_part="26B9-896-A1",
+         inforom="G133.0080.00.02", power_limit=350, idle_power=33.4, pcie_gen=4, nvlinks=0,
+         bar1_mib=65536, clocks=(2520, 9001, 1965), aliases=("l40s",)),
+    dict(_H100, name="NVIDIA B200", arch="Blackwell", memory_mib=183359, reserved_mib=1029,
+         compute_cap="10.0", vbios="97.00.82.00.0E", device_id="0x290110DE",
+         subsystem_id="0x199910DE", board_part="692-2G525-0220-000", gpu_part="2901-886-A1",
+         inforom="G525.0220.00.04", power_limit=1000, idle_power=140.3, pcie_gen=6,
+         bar1_mib=262144, clocks=(1965, 3996, 1965), aliases=("b200",)),
+]
+
+# Bus ids of the eight GPUs of a DGX H100, in nvidia-smi's order; more GPUs
+# continue on made-up buses.
+_BUSES = (0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB)
+
+
+def find_model(text):
+    key = text.strip().lower()
+    for m in MODELS:
+        if key in (m["name"].lower(), m["name"].lower().removeprefix("nvidia ")) or \
+                key in m["aliases"]:
+            return m
+    if not key:
+        return _H100
+    # An unknown model still works: the H100's figures under the given name.
+    name = text.strip() if text.strip().upper().startswith("NVIDIA") else f"NVIDIA {text.strip()}"
+    return dict(_H100, name=name, aliases=())
+
+
+class Gpu:
+    def __init__(self, profile, model, index):
+        self.physical_index = index  # position on the board; names stay fixed
+        self.index = index  # what nvidia-smi numbers it (visible GPUs only)
+        self.model = model
+        node = profile.node
+        h = stable_hex(node, "gpu", index, length=32)
+        self.uuid = f"GPU-{h[0:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+        self.serial = str(1650000000000 + stable_int(node, "serial", index) % 10000000000)
+        bus = _BUSES[index] if index < len(_BUSES) else 0xE0 + index
+        self.bus_id = f"00000000:{bus:02X}:00.0"
+        self.bus = bus
+        self.memory_mib = profile.gpu_memory_mib or model["memory_mib"]
+        self.reserved_mib = model["reserved_mib"]
+        self.memory_used_mib = 0
+        self.temperature = 30 + stable_int(node, "temp", index) % 8
+        self.power = model["idle_power"] + (stable_int(node, "power", index) % 200) / 100.0
+        self.pdi = "0x" + stable_hex(node, "pdi", index, length=16)
+
+    @property
+    def memory_free_mib(self):
+        return self.memory_mib - self.reserved_mib - self.memory_used_mib
+
+
+def gpus(profile):
+    """The GPUs the driver sees: gpu-missing=N hides the last N (a board that
+    fell off the bus); the rest are numbered from 0 as nvidia-smi does."""
+    model = find_model(profile.gpu_model)
+    count = max(0, profile.gpu_count - profile.fault_int("gpu-missing"))
+    result = [Gpu(profile, model, i) for i in range(count)]
+    for visible, g in enumerate(result):
+        g.index = visible
+    return result
+
+
+def cuda_version_of_driver(version):
+    """The CUDA version each driver branch supports (nvidia-smi's header)."""
+    branch = version.split(".")[0]
+    return {"535": "12.2", "550": "12.4", "560": "12.6", "570": "12.8",
+            "575": "12.9", "580": "13.0"}.get(branch, "13.0")

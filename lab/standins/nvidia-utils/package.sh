@@ -1,0 +1,21 @@
+# nvidia-smi and nvidia-persistenced, answering for the profile's GPUs. Ubuntu
+# ships them in nvidia-utils-<branch>; RHEL in nvidia-driver-cuda.
+source "$PKG_DIR/../nvidia-driver/branches.sh"
+pkg_variants() { printf '%s\n' $NVIDIA_BRANCHES; }
+
+if [ -n "$PKG_VARIANT" ]; then
+  PKG_NAME=nvidia-utils-$PKG_VARIANT
+  PKG_RPM_NAME=nvidia-driver-cuda
+  PKG_VERSION=$(nvidia_release "$PKG_VARIANT")-1
+  PKG_SUMMARY="NVIDIA driver support binaries (stand-in nvidia-smi), branch $PKG_VARIANT"
+  PKG_DEB_DEPENDS="gpuctl-lab-common, python3"
+  PKG_RPM_REQUIRES="gpuctl-lab-common"
+  PKG_PROVIDES="nvidia-utils"
+  PKG_CONFLICTS="nvidia-utils"
+fi
+
+# The NVML library's version: nvidia-smi compares it with the loaded module's.
+pkg_stage() {
+  mkdir -p "$1/usr/lib/gpuctl-lab/nvidia"
+  echo "${PKG_VERSION%-*}" >"$1/usr/lib/gpuctl-lab/nvidia/nvml-version"
+}

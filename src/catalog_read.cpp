@@ -1,0 +1,250 @@
+// One playbook file into Steps. Each field is checked on its own here; ids
+// and dependencies are checked across every file in catalog_graph.cpp.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "catalog_internal.h"
+#include "gpuctl/params.h"
+#include "gpuctl/syntax.h"
+
+namespace gpuctl::detail {
+
+namespace {
+
+using yaml::MapReader;
+using yaml::Scalar;
+
+const std::vector<std::string>& StepKeys() {
+  static const std::vector<std::string> kKeys = {"id",    "description", "roles",  "os",
+                                                 "when",  "depends",     "params", "secrets",
+                                                 "probe", "change",      "verify", "reboot"};
+  return kKeys;
+}
+const std::vector<std::string>& RoleNames() {
+  static const std::vector<std::string> kKeys = {"master", "worker", "storage"};
+  return kKeys;
+}
+const std::vector<std::string>& FamilyNames() {
+  static const std::vector<std::string> kKeys = {"debian", "rhel"};
+  return kKeys;
+}
+
+bool IsStepId(std::string_view id) {
+  return !id.empty() && std::all_of(id.begin(), id.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '-';
+  });
+}
+
+class StepReader {
+ public:
+  StepReader(yaml::Source& source, MapReader& m, Step& step)
+      : source_(source), m_(m), step_(step) {}
+
+  void Read() {
+    m_.Require({"id", "roles", "probe", "change"});
+    if (auto id = m_.String("id")) {
+      step_.id = id->text;
+      if (!IsStepId(id->text)) {
+        source_.Error(id->where, fmt::format("invalid step id '{}': use lower-case letters, "
+                                             "digits, '.' and '-'",
+                                             id->text));
+      }
+    }
+    m_.Read("description", step_.description);
+    Roles();
+    Families();
+    Conditions();
+    Depends();
+    Names("params", step_.params);
+    Names("secrets", step_.secrets);
+    Script(m_, "probe", step_.probe);
+    Change();
+    Script(m_, "verify", step_.verify);
+    if (!m_.Has("verify")) {
+      step_.verify = step_.probe;
+    }
+    m_.Read("reboot", step_.reboot);
+  }
+
+ private:
+  void Roles() {
+    auto roles = m_.StringList("roles");
+    if (!roles) {
+      return;
+    }
+    for (const auto& r : *roles) {
+      if (auto role = ParseRole(r.text)) {
+        step_.roles.insert(*role);
+      } else {
+        source_.Error(r.where, yaml::UnknownName("role", r.text, RoleNames()));
+      }
+    }
+    if (roles->empty()) {
+      source_.Error(m_.ValueWhere("roles"), "expected at least one of master, worker, storage");
+    }
+  }
+
+  void Families() {
+    auto families = m_.StringList("os");
+    if (!families) {
+      return;
+    }
+    for (const auto& f : *families) {
+      if (f.text == "debian") {
+        step_.families.insert(OsFamily::kDebian);
+      } else if (f.text == "rhel") {
+        step_.families.insert(OsFamily::kRhel);
+      } else {
+        source_.Error(f.where, yaml::UnknownName("OS family", f.text, FamilyNames()));
+      }
+    }
+    // An empty set means "every family"; an explicit [] surely did not.
+    if (families->empty()) {
+      source_.Error(m_.ValueWhere("os"), "expected at least one of debian, rhel");
+    }
+  }
+
+  void Conditions() {
+    for (const auto& c : m_.StringList("when").value_or(std::vector<Scalar>{})) {
+      auto it = std::find(ConditionNames().begin(), ConditionNames().end(), c.text);
+      if (it == ConditionNames().end()) {
+        source_.Error(c.where, yaml::UnknownName("condition", c.text, ConditionNames()));
+        continue;
+      }
+      step_.when.push_back(static_cast<StepCondition>(it - ConditionNames().begin()));
+    }
+  }
+
+  void Depends() {
+    for (const auto& item : m_.List("depends").value_or(std::vector<YAML::Node>{})) {
+      const SourceLocation where = source_.Where(item);
+      if (item.IsScalar()) {
+        step_.depends.push_back({item.Scalar(), std::nullopt, where});
+        continue;
+      }
+      if (!item.IsMap()) {
+        source_.Error(
+            where, fmt::format("expected a step id or {{step, on}}, got {}", yaml::Describe(item)));
+        continue;
+      }
+      MapReader d(source_, item, {"step", "on"});
+      d.Require({"step"});
+      StepDependency dep{"", std::nullopt, d.ValueWhere("step")};
+      d.Read("step", dep.step);
+      if (auto on = d.String("on")) {
+        dep.on_role = ParseRole(on->text);
+        if (!dep.on_role) {
+          source_.Error(on->where, yaml::UnknownName("role", on->text, RoleNames()));
+        }
+      }
+      if (!dep.step.empty()) {
+        step_.depends.push_back(dep);
+      }
+    }
+  }
+
+  void Names(std::string_view key, std::vector<std::string>& out) {
+    for (auto& n : m_.StringList(key).value_or(std::vector<Scalar>{})) {
+      if (key == "params" && !IsKnownParameter(n.text)) {
+        source_.Error(n.where, yaml::UnknownName("parameter", n.text, KnownParameters()));
+      } else if (key == "secrets" && !IsEnvVarName(n.text)) {
+        source_.Error(n.where, fmt::format("secret '{}' must be an environment variable name "
+                                           "(letters, digits and '_')",
+                                           n.text));
+      }
+      out.push_back(std::move(n.text));
+    }
+  }
+
+  // False when absent or not text (the latter reported).
+  bool Script(MapReader& m, std::string_view key, std::string& out) {
+    auto s = m.String(key);
+    if (!s) {
+      return false;
+    }
+    if (s->text.find_first_not_of(" \t\r\n") == std::string::npos) {
+      source_.Error(s->where, fmt::format("empty {} script", key));
+    }
+    out = s->text;
+    return true;
+  }
+
+  void Change() {
+    auto change = m_.Map("change", {"apt", "dnf", "any"});
+    if (!change) {
+      return;
+    }
+    const std::pair<const char*, OsFamily> keys[] = {{"apt", OsFamily::kDebian},
+                                                     {"dnf", OsFamily::kRhel}};
+    if (change->Has("any")) {
+      for (const auto& [key, family] : keys) {
+        if (change->Has(key)) {
+          source_.Error(change->KeyWhere(key),
+                        fmt::format("'{}' beside 'any': 'any' already covers every family", key));
+        }
+      }
+      if (std::string script; Script(*change, "any", script)) {
+        step_.change[OsFamily::kDebian] = script;
+        step_.change[OsFamily::kRhel] = script;
+      }
+      return;
+    }
+    for (const auto& [key, family] : keys) {
+      if (std::string script; Script(*change, key, script)) {
+        step_.change[family] = script;
+      }
+    }
+    // A step must be able to change every family it runs on, or apply would
+    // find a node it cannot fix.
+    for (const auto& [key, family] : keys) {
+      const bool runs = step_.families.empty() || step_.families.count(family) > 0;
+      if (runs && !change->Has(key)) {
+        source_.Error(m_.KeyWhere("change"),
+                      fmt::format("change has no '{}' (or 'any') script, but the step runs on "
+                                  "{}{}",
+                                  key, ToString(family),
+                                  step_.families.empty() ? " (no 'os' list: every family)" : ""));
+      }
+    }
+  }
+
+  yaml::Source& source_;
+  MapReader& m_;
+  Step& step_;
+};
+
+}  // namespace
+
+std::string_view ConditionName(StepCondition condition) {
+  return ConditionNames()[static_cast<std::size_t>(condition)];
+}
+
+const std::vector<std::string>& ConditionNames() {
+  // In StepCondition's order.
+  static const std::vector<std::string> kNames = {"always",     "has_gpus",   "has_ib",
+                                                  "nfs",        "nfs_server", "nfs_client",
+                                                  "kubernetes", "slurm",      "docker"};
+  return kNames;
+}
+
+void ReadPlaybook(yaml::Source& source, const YAML::Node& root, std::vector<Step>& out) {
+  MapReader top(source, root, {"steps"});
+  if (!top.ok()) {
+    return;
+  }
+  top.Require({"steps"});
+  for (const auto& item : top.List("steps").value_or(std::vector<YAML::Node>{})) {
+    MapReader m(source, item, StepKeys());
+    if (!m.ok()) {
+      continue;
+    }
+    Step step;
+    step.file = source.file();
+    step.where = m.where();
+    StepReader(source, m, step).Read();
+    out.push_back(std::move(step));
+  }
+}
+
+}  // namespace gpuctl::detail

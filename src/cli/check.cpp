@@ -1,0 +1,100 @@
+// gpuctl check: does the cluster still match the inventory? Probes only.
+#include <unistd.h>
+
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "cli/inputs.h"
+#include "gpuctl/phase.h"
+#include "gpuctl/ssh_transport.h"
+
+namespace gpuctl::cli {
+namespace {
+
+struct CheckOptions {
+  std::string inventory;
+  ConnectOptions connect;
+};
+
+// What an admin acts on: the probe's own words, else what failed.
+std::string Mismatch(const PlanItem& item, const Catalog& catalog) {
+  if (!item.observed.empty()) {
+    return item.observed.substr(0, item.observed.find('\n'));
+  }
+  if (!item.detail.empty()) {
+    return item.detail;
+  }
+  const Step* step = catalog.Find(item.step);
+  return "not in place: " + (step != nullptr ? step->description : item.step);
+}
+
+int RunCheck(const CheckOptions& options, const GlobalOptions& global) {
+  auto inputs = LoadInputs(options.inventory, global, std::cerr);
+  if (!inputs) {
+    return kExitError;
+  }
+  Plan plan = Plan::Build(inputs->inventory, inputs->catalog);
+  auto transport = MakeSshTransport();
+  LineReporter reporter(std::cerr, global.verbosity);
+  RunContext context(inputs->inventory, inputs->catalog, plan, *transport, reporter,
+                     {options.connect.concurrency, options.connect.trust_new_host_keys});
+  Pipeline pipeline;
+  pipeline.Add(MakeConnectPhase()).Add(MakeCheckPhase());
+  pipeline.Run(context);
+
+  const auto errors = context.NodeErrors();
+  nlohmann::json mismatches = nlohmann::json::array();
+  std::size_t matched = 0;
+  for (const auto& item : plan.items()) {
+    if (item.state == ItemState::kSatisfied) {
+      ++matched;
+    } else if (errors.count(item.node) == 0) {
+      mismatches.push_back({{"node", item.node},
+                            {"step", item.step},
+                            {"state", ToString(item.state)},
+                            {"message", Mismatch(item, inputs->catalog)}});
+    }
+  }
+  if (global.output == "json") {
+    nlohmann::json doc = {{"cluster", inputs->inventory.cluster},
+                          {"matches", mismatches.empty() && errors.empty()},
+                          {"checked", plan.items().size()},
+                          {"ok", matched},
+                          {"mismatches", mismatches},
+                          {"unreachable", errors}};
+    std::cout << doc.dump(2) << '\n';
+  } else {
+    for (const auto& [node, error] : errors) {
+      std::cout << fmt::format("{}: unreachable: {}\n", node, error);
+    }
+    for (const auto& m : mismatches) {
+      std::cout << fmt::format("{}: {} ({})\n", m["node"].get<std::string>(),
+                               m["message"].get<std::string>(), m["step"].get<std::string>());
+    }
+    std::cout << fmt::format(
+        "\nCheck: {} nodes, {} of {} checks pass, {} mismatch{}, {} unreachable\n",
+        inputs->inventory.nodes.size(), matched, plan.items().size(), mismatches.size(),
+        mismatches.size() == 1 ? "" : "es", errors.size());
+  }
+  if (!errors.empty()) {
+    return kExitError;
+  }
+  return mismatches.empty() ? kExitOk : kExitChanges;
+}
+
+}  // namespace
+
+void SetCheckCommand(CLI::App& app, const GlobalOptions& global, int& exit_code) {
+  auto options = std::make_shared<CheckOptions>();
+  auto* cmd = app.add_subcommand(
+      "check",
+      "Probe every node (read-only) and list where the cluster no longer matches the inventory.\n"
+      "Exit status: 0 matches, 2 mismatches found, 1 error (e.g. a node unreachable).");
+  cmd->add_option("inventory", options->inventory, "Inventory YAML file")->required();
+  AddConnectOptions(*cmd, options->connect);
+  cmd->callback([options, &global, &exit_code] { exit_code = RunCheck(*options, global); });
+}
+
+}  // namespace gpuctl::cli

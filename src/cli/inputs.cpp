@@ -1,0 +1,57 @@
+#include "cli/inputs.h"
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
+#include "gpuctl/digest.h"
+#include "gpuctl/parallel.h"
+
+namespace gpuctl::cli {
+
+std::optional<Inputs> LoadInputs(const std::string& inventory_path, const GlobalOptions& global,
+                                 std::ostream& err) {
+  Diagnostics diagnostics;
+  auto inventory = LoadInventory(inventory_path, diagnostics);
+  const std::string dir = global.playbooks.empty() ? DefaultPlaybookDir() : global.playbooks;
+  auto catalog = Catalog::Load(dir, diagnostics);
+  err << diagnostics.Format();
+  if (!inventory || !catalog) {
+    err << fmt::format("gpuctl: {} error(s); nothing was sent to any node\n",
+                       diagnostics.ErrorCount());
+    return std::nullopt;
+  }
+  std::ifstream in(inventory_path, std::ios::binary);
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  return Inputs{std::move(*inventory), std::move(*catalog), Digest(bytes.str())};
+}
+
+PlanHeader HeaderFor(const Inputs& inputs) {
+  PlanHeader h;
+  h.cluster = inputs.inventory.cluster;
+  // Absolute, so `gpuctl apply plan.json` works from any directory.
+  h.inventory_path = std::filesystem::absolute(inputs.inventory.path).string();
+  h.inventory_digest = inputs.inventory_digest;
+  h.catalog_digest = inputs.catalog.Digest();
+  h.created =
+      fmt::format("{:%Y-%m-%dT%H:%M:%SZ}",
+                  std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()));
+  return h;
+}
+
+void AddConnectOptions(CLI::App& cmd, ConnectOptions& options) {
+  options.concurrency = kDefaultConcurrency;
+  cmd.add_option("-j,--concurrency", options.concurrency, "Nodes worked on at once")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  cmd.add_flag("--trust-new-host-keys", options.trust_new_host_keys,
+               "Accept and record host keys of nodes not yet in known_hosts (first contact only; "
+               "a changed key is always refused)");
+}
+
+}  // namespace gpuctl::cli

@@ -1,0 +1,36 @@
+// What every command that touches nodes needs first: the inventory and the
+// catalog, both validated, with every problem printed before giving up.
+#pragma once
+
+#include <optional>
+#include <ostream>
+#include <string>
+
+#include "cli/commands.h"
+#include "gpuctl/catalog.h"
+#include "gpuctl/inventory.h"
+#include "gpuctl/plan_view.h"
+
+namespace gpuctl::cli {
+
+struct Inputs {
+  Inventory inventory;
+  Catalog catalog;
+  std::string inventory_digest;  // of the file's bytes
+};
+
+// Loads both, printing diagnostics (errors and warnings) to `err`. Returns
+// nullopt when either has an error.
+std::optional<Inputs> LoadInputs(const std::string& inventory_path, const GlobalOptions& global,
+                                 std::ostream& err);
+
+PlanHeader HeaderFor(const Inputs& inputs);
+
+// Options shared by plan, apply and check.
+struct ConnectOptions {
+  std::size_t concurrency = 0;  // 0: default
+  bool trust_new_host_keys = false;
+};
+void AddConnectOptions(CLI::App& cmd, ConnectOptions& options);
+
+}  // namespace gpuctl::cli

@@ -1,0 +1,80 @@
+// gpuctl plan: probe every node and show what apply would change.
+#include <unistd.h>
+
+#include <fstream>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "cli/inputs.h"
+#include "gpuctl/phase.h"
+#include "gpuctl/ssh_transport.h"
+
+namespace gpuctl::cli {
+
+namespace {
+
+struct PlanOptions {
+  std::string inventory;
+  std::string out;
+  ConnectOptions connect;
+  bool hide_ok = false;
+};
+
+int RunPlan(const PlanOptions& options, const GlobalOptions& global) {
+  auto inputs = LoadInputs(options.inventory, global, std::cerr);
+  if (!inputs) {
+    return kExitError;
+  }
+  Plan plan = Plan::Build(inputs->inventory, inputs->catalog);
+  auto transport = MakeSshTransport();
+  LineReporter reporter(std::cerr, global.verbosity);
+  RunContext context(inputs->inventory, inputs->catalog, plan, *transport, reporter,
+                     {options.connect.concurrency, options.connect.trust_new_host_keys});
+  Pipeline pipeline;
+  pipeline.Add(MakeConnectPhase()).Add(MakeProbePhase());
+  pipeline.Run(context);
+
+  const auto errors = context.NodeErrors();
+  const PlanHeader header = HeaderFor(*inputs);
+  if (!options.out.empty()) {
+    std::ofstream out(options.out);
+    out << PlanToJson(plan, header, errors).dump(2) << '\n';
+    if (!out) {
+      std::cerr << "gpuctl: cannot write " << options.out << '\n';
+      return kExitError;
+    }
+  }
+  if (global.output == "json") {
+    std::cout << PlanToJson(plan, header, errors).dump(2) << '\n';
+  } else {
+    TextOptions text;
+    text.color = !global.no_color && isatty(STDOUT_FILENO) != 0;
+    text.show_ok = !options.hide_ok;
+    std::cout << RenderPlanText(plan, inputs->inventory, errors, text);
+    if (!options.out.empty()) {
+      std::cout << "Saved the plan to " << options.out << "; `gpuctl apply " << options.out
+                << "` applies exactly this.\n";
+    }
+  }
+  const PlanSummary summary = plan.Summarize();
+  if (!errors.empty() || summary.errors > 0) {
+    return kExitError;
+  }
+  return summary.Pending() ? kExitChanges : kExitOk;
+}
+
+}  // namespace
+
+void SetPlanCommand(CLI::App& app, const GlobalOptions& global, int& exit_code) {
+  auto options = std::make_shared<PlanOptions>();
+  auto* cmd = app.add_subcommand("plan",
+                                 "Probe every node (read-only) and show what apply would change.\n"
+                                 "Exit status: 0 nothing to change, 2 changes pending, 1 error.");
+  cmd->add_option("inventory", options->inventory, "Inventory YAML file")->required();
+  cmd->add_option("--out", options->out, "Save the plan (with what each probe saw) as JSON");
+  cmd->add_flag("--hide-ok", options->hide_ok, "List only what would change");
+  AddConnectOptions(*cmd, options->connect);
+  cmd->callback([options, &global, &exit_code] { exit_code = RunPlan(*options, global); });
+}
+
+}  // namespace gpuctl::cli

@@ -1,0 +1,46 @@
+#include "gpuctl/drift.h"
+
+#include <fmt/format.h>
+
+namespace gpuctl {
+namespace {
+
+std::string Describe(const PlanItem& item) {
+  const std::string& seen = item.observed.empty() ? item.detail : item.observed;
+  if (seen.empty()) {
+    return ToString(item.state);
+  }
+  return fmt::format("{} ({})", ToString(item.state), seen.substr(0, seen.find('\n')));
+}
+
+}  // namespace
+
+std::vector<std::string> CompareWithSaved(const Plan& saved, const Plan& now) {
+  std::vector<std::string> diffs;
+  for (const auto& old : saved.items()) {
+    const PlanItem* cur = now.Find(old.node, old.step);
+    if (cur == nullptr) {
+      diffs.push_back(
+          fmt::format("{} {}: in the saved plan but no longer applies", old.node, old.step));
+      continue;
+    }
+    if (cur->digest != old.digest) {
+      diffs.push_back(fmt::format("{} {}: the step or its inputs changed since the plan was saved",
+                                  old.node, old.step));
+      continue;
+    }
+    if (cur->state != old.state || cur->observed != old.observed) {
+      diffs.push_back(
+          fmt::format("{} {}: was {}, now {}", old.node, old.step, Describe(old), Describe(*cur)));
+    }
+  }
+  for (const auto& cur : now.items()) {
+    if (saved.Find(cur.node, cur.step) == nullptr) {
+      diffs.push_back(
+          fmt::format("{} {}: applies now but is not in the saved plan", cur.node, cur.step));
+    }
+  }
+  return diffs;
+}
+
+}  // namespace gpuctl

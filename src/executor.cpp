@@ -1,0 +1,359 @@
+#include "gpuctl/executor.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "gpuctl/prober.h"
+
+namespace gpuctl {
+namespace {
+
+bool IsDone(ItemState s) { return s == ItemState::kSatisfied || s == ItemState::kApplied; }
+bool IsDead(ItemState s) {
+  return s == ItemState::kFailed || s == ItemState::kBlocked || s == ItemState::kUnreachable ||
+         s == ItemState::kProbeFailed;
+}
+
+// /run is a tmpfs on every systemd distribution, so the marker's absence after
+// reconnecting proves the node really restarted rather than refused briefly.
+constexpr const char* kRebootScript =
+    "touch /run/gpuctl-reboot-marker\n"
+    "nohup sh -c 'sleep 1; systemctl reboot || reboot' >/dev/null 2>&1 &\n";
+constexpr const char* kRebootedProbe = "test ! -e /run/gpuctl-reboot-marker\n";
+
+}  // namespace
+
+std::size_t ParseBatch(const std::string& text, std::size_t nodes) {
+  if (text.empty()) {
+    return 0;
+  }
+  std::size_t used = 0;
+  const unsigned long value = std::stoul(text, &used);
+  if (used == text.size()) {
+    return value;
+  }
+  if (used + 1 == text.size() && text.back() == '%' && value > 0 && value <= 100) {
+    return std::max<std::size_t>(1, nodes * value / 100);
+  }
+  throw std::invalid_argument("batch must be a count like 3 or a percentage like 25%");
+}
+
+Executor::Executor(RunContext& context, ApplyOptions options)
+    : context_(context), options_(options), slots_free_(context.options.concurrency) {}
+
+void Executor::Run() {
+  const auto nodes = context_.HealthyNodes();
+  // One walker per node: walkers spend most of their time waiting on the
+  // network or on other nodes, and slots (not threads) bound the real work.
+  std::vector<std::jthread> walkers;
+  walkers.reserve(nodes.size());
+  for (const Node* node : nodes) {
+    walkers.emplace_back([this, node] { WalkNode(*node); });
+  }
+}
+
+template <typename Predicate>
+void Executor::WaitUntil(std::unique_lock<std::mutex>& lock, Predicate predicate) {
+  // Woken by every state change; the timeout is only for the interrupt flag,
+  // which a signal handler sets without being able to notify.
+  while (!changed_.wait_for(lock, std::chrono::milliseconds(200), predicate)) {
+    if (Stopping()) {
+      predicate();  // let the predicate record why, as it does when woken
+      return;
+    }
+  }
+}
+
+bool Executor::Stopping() const {
+  return stop_all_ || (options_.interrupted != nullptr && options_.interrupted->load());
+}
+
+void Executor::WalkNode(const Node& node) {
+  bool reboot_pending = false;
+  std::vector<std::size_t> awaiting_verify;  // changed, verified after the reboot
+  for (const std::size_t id : context_.plan.ItemsOf(node.name)) {
+    PlanItem& item = context_.plan.items()[id];
+    if (IsDone(item.state) || IsDead(item.state)) {
+      continue;
+    }
+    const Step& step = *context_.catalog.Find(item.step);
+    // Reboot once for a run of reboot-needing steps (nouveau then driver),
+    // not once each: the next step would only be verified after a reboot anyway.
+    if (reboot_pending && !step.reboot) {
+      if (!RebootAndVerify(node, awaiting_verify)) {
+        break;
+      }
+      reboot_pending = false;
+    }
+    if (!WaitForDependencies(item, awaiting_verify)) {
+      continue;  // blocked; later items may still depend only on done ones
+    }
+    if (!RunItem(node, item, reboot_pending)) {
+      break;
+    }
+    if (reboot_pending) {
+      awaiting_verify.push_back(id);
+    }
+  }
+  if (reboot_pending && !context_.NodeFailed(node.name)) {
+    RebootAndVerify(node, awaiting_verify);
+  }
+  // Whatever this walker did not reach is blocked, so dependents stop waiting.
+  std::lock_guard lock(mutex_);
+  for (const std::size_t id : context_.plan.ItemsOf(node.name)) {
+    PlanItem& item = context_.plan.items()[id];
+    if (!IsDone(item.state) && !IsDead(item.state)) {
+      const bool waiting_reboot =
+          std::find(awaiting_verify.begin(), awaiting_verify.end(), id) != awaiting_verify.end();
+      item.state = ItemState::kBlocked;
+      if (item.detail.empty() || waiting_reboot) {
+        item.detail =
+            Stopping() ? "run stopped before this step" : "an earlier step on this node failed";
+      }
+      context_.reporter.ItemUpdated(item);
+    }
+  }
+  changed_.notify_all();
+}
+
+bool Executor::WaitForDependencies(const PlanItem& item,
+                                   const std::vector<std::size_t>& awaiting_reboot) {
+  std::unique_lock lock(mutex_);
+  const std::vector<PlanItem>& items = context_.plan.items();
+  std::string blocker;
+  WaitUntil(lock, [&] {
+    if (Stopping()) {
+      return true;
+    }
+    for (const std::size_t dep : item.after) {
+      if (IsDead(items[dep].state)) {
+        blocker = fmt::format("{} on {} did not finish", items[dep].step, items[dep].node);
+        return true;
+      }
+      // Changed on this node and waiting for the shared reboot: done as far
+      // as ordering goes, so the next reboot-needing step can join it.
+      const bool changed_here =
+          std::find(awaiting_reboot.begin(), awaiting_reboot.end(), dep) != awaiting_reboot.end();
+      if (!IsDone(items[dep].state) && !changed_here) {
+        return false;
+      }
+    }
+    return true;
+  });
+  if (Stopping() || !blocker.empty()) {
+    PlanItem& mutable_item = context_.plan.items()[item.id];
+    mutable_item.state = ItemState::kBlocked;
+    mutable_item.detail = blocker.empty() ? "run stopped before this step" : blocker;
+    context_.reporter.ItemUpdated(mutable_item);
+    changed_.notify_all();
+    return false;
+  }
+  return true;
+}
+
+bool Executor::RunItem(const Node& node, PlanItem& item, bool& reboot_pending) {
+  {
+    std::unique_lock lock(mutex_);
+    WaitUntil(lock, [&] { return slots_free_ > 0 || Stopping(); });
+    if (Stopping()) {
+      return false;
+    }
+    --slots_free_;
+  }
+  struct SlotReturn {
+    Executor* self;
+    ~SlotReturn() {
+      std::lock_guard lock(self->mutex_);
+      ++self->slots_free_;
+      self->changed_.notify_all();
+    }
+  } slot_return{this};
+
+  Connection* connection = context_.ConnectionTo(node.name);
+  const Step& step = *context_.catalog.Find(item.step);
+  Prober prober(*connection, context_.reporter, context_.redactor, context_.catalog.prelude());
+  // A step whose outcome was unknown at plan time is probed again now that
+  // what it waited for has run: it may need nothing.
+  // Probed on a copy: other walkers read item states under mutex_, and the
+  // state is published only through Finish.
+  if (item.state == ItemState::kKnownAfterApply) {
+    PlanItem probed = item;
+    const ItemState now = prober.Probe(step, probed);
+    item.observed = probed.observed;
+    if (now == ItemState::kSatisfied) {
+      Finish(item, ItemState::kSatisfied, "");
+      return true;
+    }
+    if (now != ItemState::kNeedsChange && now != ItemState::kKnownAfterApply) {
+      Finish(item, ItemState::kFailed, probed.detail);
+      NodeFailed(node, fmt::format("{}: {}", item.step, probed.detail));
+      return false;
+    }
+  }
+  const std::string* change = step.ChangeFor(node.os.family);
+  if (change == nullptr) {
+    Finish(item, ItemState::kFailed, "no change defined for " + ToString(node.os.family));
+    NodeFailed(node, item.step + ": no change for this OS family");
+    return false;
+  }
+  Command command;
+  command.script = WithPrelude(context_.catalog.prelude(), *change);
+  command.env = item.env;
+  context_.reporter.CommandStarted(node.name, item.step, Activity::kChange,
+                                   context_.redactor.Apply(*change));
+  CommandResult result = connection->Run(command);
+  result.out = context_.redactor.Apply(std::move(result.out));
+  result.err = context_.redactor.Apply(std::move(result.err));
+  context_.reporter.CommandFinished(node.name, item.step, Activity::kChange, result);
+  if (result.exit_status != 0) {
+    const std::string why =
+        result.timed_out ? "change timed out"
+                         : fmt::format("change exited {}: {}", result.exit_status,
+                                       Tail(result.err.empty() ? result.out : result.err, 6));
+    Finish(item, ItemState::kFailed, why);
+    NodeFailed(node, fmt::format("{}: {}", item.step, why));
+    return false;
+  }
+  if (step.reboot) {
+    reboot_pending = true;
+    return true;
+  }
+  if (!prober.Verify(step, item)) {
+    const std::string why =
+        "verification failed: " + (item.detail.empty() ? Tail(item.observed, 3) : item.detail);
+    Finish(item, ItemState::kFailed, why);
+    NodeFailed(node, fmt::format("{}: {}", item.step, why));
+    return false;
+  }
+  Finish(item, ItemState::kApplied, "");
+  return true;
+}
+
+bool Executor::RebootAndVerify(const Node& node, std::vector<std::size_t>& awaiting_verify) {
+  EnterRebootBatch();
+  struct BatchLeave {
+    Executor* self;
+    ~BatchLeave() { self->LeaveRebootBatch(); }
+  } leave{this};
+
+  context_.reporter.Note(node.name, "rebooting");
+  if (Connection* connection = context_.ConnectionTo(node.name)) {
+    Command reboot;
+    reboot.script = kRebootScript;
+    reboot.timeout = std::chrono::seconds(30);
+    connection->Run(reboot);
+  }
+  context_.DropConnection(node.name);
+
+  Endpoint endpoint = Endpoint::For(node);
+  endpoint.trust_on_first_use = context_.options.trust_new_host_keys;
+  endpoint.connect_timeout = std::min(endpoint.connect_timeout, std::chrono::seconds(5));
+  const auto deadline = std::chrono::steady_clock::now() + options_.reboot_timeout;
+  std::string last_error = "no answer";
+  // Poll until the node answers and its /run marker is gone. The pause
+  // between tries is pacing for a remote machine, not synchronisation.
+  while (std::chrono::steady_clock::now() < deadline) {
+    try {
+      auto connection = context_.transport.Connect(endpoint);
+      Command check;
+      check.script = kRebootedProbe;
+      check.timeout = std::chrono::seconds(10);
+      if (connection->Run(check).exit_status == 0) {
+        context_.SetConnection(node.name, std::move(connection));
+        break;
+      }
+      last_error = "node still up: the reboot has not happened yet";
+    } catch (const TransportError& e) {
+      last_error = e.what();
+      if (e.kind() == ConnectFailure::kHostKeyChanged || e.kind() == ConnectFailure::kAuth) {
+        break;  // waiting will not fix this
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  Connection* connection = context_.ConnectionTo(node.name);
+  if (connection == nullptr) {
+    const std::string why = fmt::format("did not come back from reboot within {}s: {}",
+                                        options_.reboot_timeout.count(), last_error);
+    for (const std::size_t id : awaiting_verify) {
+      Finish(context_.plan.items()[id], ItemState::kFailed, why);
+    }
+    NodeFailed(node, why);
+    return false;
+  }
+  context_.reporter.Note(node.name, "back after reboot");
+  Prober prober(*connection, context_.reporter, context_.redactor, context_.catalog.prelude());
+  bool all_ok = true;
+  for (const std::size_t id : awaiting_verify) {
+    PlanItem& item = context_.plan.items()[id];
+    const Step& step = *context_.catalog.Find(item.step);
+    if (prober.Verify(step, item)) {
+      Finish(item, ItemState::kApplied, "");
+    } else {
+      const std::string why = "verification after reboot failed: " +
+                              (item.detail.empty() ? Tail(item.observed, 3) : item.detail);
+      Finish(item, ItemState::kFailed, why);
+      if (all_ok) {
+        NodeFailed(node, fmt::format("{}: {}", item.step, why));
+      }
+      all_ok = false;
+    }
+  }
+  awaiting_verify.clear();
+  return all_ok;
+}
+
+void Executor::EnterRebootBatch() {
+  std::unique_lock lock(mutex_);
+  if (options_.batch == 0) {
+    ++rebooting_;
+    max_rebooting_ = std::max(max_rebooting_, rebooting_);
+    return;
+  }
+  WaitUntil(lock, [&] { return batch_open_ && batch_members_ < options_.batch; });
+  ++batch_members_;
+  ++rebooting_;
+  max_rebooting_ = std::max(max_rebooting_, rebooting_);
+  if (batch_members_ == options_.batch) {
+    batch_open_ = false;  // full: the next batch waits for all of this one
+  }
+}
+
+void Executor::LeaveRebootBatch() {
+  std::lock_guard lock(mutex_);
+  --rebooting_;
+  if (options_.batch != 0 && rebooting_ == 0) {
+    batch_members_ = 0;
+    batch_open_ = true;
+  }
+  changed_.notify_all();
+}
+
+void Executor::Finish(PlanItem& item, ItemState state, const std::string& detail) {
+  {
+    std::lock_guard lock(mutex_);
+    item.state = state;
+    item.detail = context_.redactor.Apply(detail);
+  }
+  context_.reporter.ItemUpdated(item);
+  changed_.notify_all();
+}
+
+void Executor::NodeFailed(const Node& node, const std::string& error) {
+  context_.FailNode(node.name, error);
+  context_.reporter.NodeFailed(node.name, context_.redactor.Apply(error));
+  std::lock_guard lock(mutex_);
+  ++failed_nodes_;
+  const std::size_t total = context_.inventory.nodes.size();
+  if (options_.fail_fast ||
+      failed_nodes_ * 100 > static_cast<std::size_t>(options_.max_fail_percent) * total) {
+    stop_all_ = true;
+  }
+  changed_.notify_all();
+}
+
+}  // namespace gpuctl

@@ -1,0 +1,46 @@
+// The inventory loader's two passes, split so each file reads in one sitting:
+// inventory_read.cpp turns YAML into an Inventory checking each value alone;
+// inventory_check.cpp checks what spans keys and fills derived defaults.
+#pragma once
+
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "gpuctl/inventory.h"
+#include "gpuctl/yaml_source.h"
+
+namespace gpuctl::detail {
+
+// Where values were written, for the cross-key checks' messages. Absent keys
+// keep line 0.
+struct InventoryMarks {
+  bool has_nodes = false;
+  SourceLocation nodes;
+  SourceLocation orchestrator;
+  SourceLocation driver_branch;
+  SourceLocation cuda;
+  SourceLocation nfs_server;
+  SourceLocation slurm;
+  struct NodeMarks {
+    SourceLocation name;
+    SourceLocation address;
+    SourceLocation ib_address;
+  };
+  std::vector<NodeMarks> nodes_at;               // parallel to Inventory::nodes
+  std::vector<SourceLocation> exports_at;        // parallel to Nfs::exports
+  std::vector<SourceLocation> mount_exports_at;  // each mount's `export` value
+  std::vector<SourceLocation> partitions_at;     // parallel to Slurm::partitions
+  // Parallel to each partition's nodes, as written.
+  std::vector<std::vector<SourceLocation>> partition_nodes_at;
+};
+
+void ReadInventory(yaml::Source& source, const YAML::Node& root, Inventory& inventory,
+                   InventoryMarks& marks);
+void CheckInventory(yaml::Source& source, Inventory& inventory, const InventoryMarks& marks);
+
+// Advice for a key that looks like an inline secret (see docs/inventory.md).
+std::optional<std::string> SecretKeyAdvice(const std::string& key,
+                                           const std::vector<std::string>& allowed);
+
+}  // namespace gpuctl::detail

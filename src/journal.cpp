@@ -1,0 +1,133 @@
+#include "gpuctl/journal.h"
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+#include <fmt/chrono.h>
+#include <nlohmann/json.hpp>
+
+#include "gpuctl/prober.h"
+
+namespace gpuctl {
+namespace {
+
+std::string Now() {
+  return fmt::format("{:%Y-%m-%dT%H:%M:%S}Z", std::chrono::floor<std::chrono::milliseconds>(
+                                                  std::chrono::system_clock::now()));
+}
+
+nlohmann::json Event(const char* kind, const std::string& node) {
+  return {{"time", Now()}, {"event", kind}, {"node", node}};
+}
+
+}  // namespace
+
+Journal::Journal(const std::string& run_dir) : dir_(run_dir) {
+  std::filesystem::create_directories(run_dir);
+  out_.open(std::filesystem::path(run_dir) / "journal.jsonl", std::ios::app);
+  if (!out_) {
+    throw std::runtime_error("cannot write the journal in " + run_dir);
+  }
+}
+
+void Journal::Write(const std::string& line) {
+  std::lock_guard lock(mutex_);
+  out_ << line << '\n' << std::flush;
+}
+
+void Journal::PhaseStarted(const std::string& title) {
+  auto e = Event("phase", "");
+  e["phase"] = title;
+  Write(e.dump());
+}
+
+void Journal::NodeConnected(const std::string& node, std::chrono::milliseconds took) {
+  auto e = Event("connected", node);
+  e["ms"] = took.count();
+  Write(e.dump());
+}
+
+void Journal::NodeFailed(const std::string& node, const std::string& error) {
+  auto e = Event("node-failed", node);
+  e["error"] = error;
+  Write(e.dump());
+}
+
+void Journal::CommandStarted(const std::string& node, const std::string& step, Activity activity,
+                             const std::string& /*script*/) {
+  auto e = Event("start", node);
+  e["step"] = step;
+  e["activity"] = ToString(activity);
+  Write(e.dump());
+}
+
+void Journal::CommandFinished(const std::string& node, const std::string& step, Activity activity,
+                              const CommandResult& result) {
+  auto e = Event("end", node);
+  e["step"] = step;
+  e["activity"] = ToString(activity);
+  e["exit"] = result.exit_status;
+  e["ms"] = result.duration.count();
+  e["timed_out"] = result.timed_out;
+  e["stdout_tail"] = Tail(result.out, 20);
+  e["stderr_tail"] = Tail(result.err, 20);
+  Write(e.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+void Journal::ItemUpdated(const PlanItem& item) {
+  auto e = Event("item", item.node);
+  e["step"] = item.step;
+  e["state"] = ToString(item.state);
+  e["detail"] = item.detail;
+  Write(e.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+void Journal::Note(const std::string& node, const std::string& message) {
+  auto e = Event("note", node);
+  e["message"] = message;
+  Write(e.dump());
+}
+
+std::vector<std::pair<std::string, std::string>> UnfinishedSteps(const std::string& journal_path) {
+  std::ifstream in(journal_path);
+  std::map<std::pair<std::string, std::string>, int> open;  // change started minus ended
+  std::vector<std::pair<std::string, std::string>> order;
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto e = nlohmann::json::parse(line, nullptr, false);
+    if (e.is_discarded() || e.value("activity", "") != "change") {
+      continue;  // a torn last line from a killed run is expected
+    }
+    const std::pair<std::string, std::string> key{e.value("node", ""), e.value("step", "")};
+    if (e.value("event", "") == "start") {
+      if (open[key]++ == 0) {
+        order.push_back(key);
+      }
+    } else if (e.value("event", "") == "end") {
+      --open[key];
+    }
+  }
+  std::vector<std::pair<std::string, std::string>> unfinished;
+  for (const auto& key : order) {
+    if (open[key] > 0) {
+      unfinished.push_back(key);
+    }
+  }
+  return unfinished;
+}
+
+std::string LatestRunDir(const std::string& runs_root) {
+  std::error_code ec;
+  std::set<std::string> names;  // run dirs are named by start time: sorted = chronological
+  for (const auto& entry : std::filesystem::directory_iterator(runs_root, ec)) {
+    if (entry.is_directory()) {
+      names.insert(entry.path().filename().string());
+    }
+  }
+  return names.empty() ? "" : (std::filesystem::path(runs_root) / *names.rbegin()).string();
+}
+
+}  // namespace gpuctl

@@ -1,0 +1,211 @@
+#include "gpuctl/params.h"
+
+#include <algorithm>
+#include <cctype>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "gpuctl/syntax.h"
+#include "gpuctl/yaml_source.h"
+
+namespace gpuctl {
+
+namespace {
+
+std::string Bool(bool value) { return value ? "true" : "false"; }
+
+std::string Names(const std::vector<const Node*>& nodes, std::string_view separator) {
+  std::vector<std::string> names;
+  names.reserve(nodes.size());
+  for (const Node* n : nodes) {
+    names.push_back(n->name);
+  }
+  return yaml::Join(names, separator);
+}
+
+std::string Roles(const Node& node) {
+  std::vector<std::string> roles;
+  for (Role r : node.roles) {
+    roles.push_back(ToString(r));
+  }
+  return yaml::Join(roles, " ");
+}
+
+std::string IbPorts(const Node& node) {
+  std::vector<std::string> ports;
+  ports.reserve(node.hardware.ib.size());
+  for (const auto& p : node.hardware.ib) {
+    ports.push_back(fmt::format("{}:{}:{}", p.device, p.port, p.rate_gbps));
+  }
+  return yaml::Join(ports, " ");
+}
+
+// /etc/hosts lines: every management address, then the IB addresses as
+// <name>-ib so MPI and NCCL can be pointed at the fabric by name.
+std::string Hosts(const Inventory& inv) {
+  std::vector<std::string> lines;
+  for (const auto& n : inv.nodes) {
+    lines.push_back(fmt::format("{} {}", n.address, n.name));
+  }
+  for (const auto& n : inv.nodes) {
+    if (!n.ib_address.empty()) {
+      lines.push_back(fmt::format("{} {}-ib", n.ib_address, n.name));
+    }
+  }
+  return yaml::Join(lines, "\n");
+}
+
+void AddNfs(const Inventory& inv, std::map<std::string, std::string>& values) {
+  const Node* server = inv.NfsServer();
+  values["nfs_server_name"] = server != nullptr ? server->name : "";
+  values["nfs_server_address"] = server != nullptr ? server->address : "";
+  std::vector<std::string> exports;
+  std::vector<std::string> mounts;
+  if (inv.nfs && server != nullptr) {
+    for (const auto& e : inv.nfs->exports) {
+      exports.push_back(fmt::format("{} {}", e.path, e.clients));
+    }
+    // mount(8) wants an IPv6 server in brackets before the ':'.
+    const std::string host =
+        IsIpv6(server->address) ? fmt::format("[{}]", server->address) : server->address;
+    for (const auto& m : inv.nfs->mounts) {
+      mounts.push_back(fmt::format("{}:{} {} {}", host, m.export_path, m.mount_point, m.options));
+    }
+  }
+  values["nfs_exports"] = yaml::Join(exports, "\n");
+  values["nfs_mounts"] = yaml::Join(mounts, "\n");
+}
+
+void AddSlurm(const Inventory& inv, std::map<std::string, std::string>& values) {
+  std::vector<std::string> partitions;
+  if (inv.slurm) {
+    for (const auto& p : inv.slurm->partitions) {
+      // A partition without nodes means every worker (inventory.h).
+      std::string nodes = yaml::Join(p.nodes, ",");
+      if (p.nodes.empty()) {
+        nodes = Names(inv.WithRole(Role::kWorker), ",");
+      }
+      partitions.push_back(fmt::format("{} {} {}", p.name, nodes, p.is_default ? "YES" : "NO"));
+    }
+  }
+  values["slurm_cluster_name"] =
+      !inv.slurm ? "" : (inv.slurm->cluster_name.empty() ? inv.cluster : inv.slurm->cluster_name);
+  values["slurm_partitions"] = yaml::Join(partitions, "\n");
+}
+
+}  // namespace
+
+const std::vector<std::string>& KnownParameters() {
+  static const std::vector<std::string> kNames = [] {
+    std::vector<std::string> names = {
+        "cluster",
+        "cni",
+        "container_toolkit_version",
+        "cuda_version",
+        "cudnn_version",
+        "disable_firewall",
+        "disable_selinux",
+        "docker",
+        "driver_branch",
+        "gpu_count",
+        "gpu_model",
+        "gpu_operator_version",
+        "hosts",
+        "ib_ports",
+        "kubernetes_version",
+        "master_address",
+        "master_name",
+        "nccl_version",
+        "nfs_exports",
+        "nfs_mounts",
+        "nfs_server_address",
+        "nfs_server_name",
+        "node_address",
+        "node_name",
+        "node_roles",
+        "ofed_version",
+        "orchestrator",
+        "os_family",
+        "os_id",
+        "os_version",
+        "pod_cidr",
+        "service_cidr",
+        "slurm_cluster_name",
+        "slurm_partitions",
+        "slurm_version",
+        "subnet",
+        "worker_names",
+    };
+    std::sort(names.begin(), names.end());
+    return names;
+  }();
+  return kNames;
+}
+
+bool IsKnownParameter(const std::string& name) {
+  const auto& names = KnownParameters();
+  return std::binary_search(names.begin(), names.end(), name);
+}
+
+std::map<std::string, std::string> ParameterValues(const Inventory& inventory, const Node& node) {
+  const Inventory& inv = inventory;
+  const Versions& v = inv.versions;
+  const Node* master = inv.Master();
+  std::map<std::string, std::string> values = {
+      {"node_name", node.name},
+      {"node_address", node.address},
+      {"node_roles", Roles(node)},
+      {"os_id", node.os.id},
+      {"os_version", node.os.version},
+      {"os_family", ToString(node.os.family)},
+      {"cluster", inv.cluster},
+      {"driver_branch", v.driver_branch},
+      {"cuda_version", v.cuda},
+      {"cudnn_version", v.cudnn},
+      {"nccl_version", v.nccl},
+      {"ofed_version", v.ofed},
+      {"container_toolkit_version", v.container_toolkit},
+      {"kubernetes_version", v.kubernetes},
+      {"cni", v.cni},
+      {"gpu_operator_version", v.gpu_operator},
+      {"slurm_version", v.slurm},
+      {"gpu_model", node.hardware.gpus ? node.hardware.gpus->model : ""},
+      {"gpu_count", std::to_string(node.GpuCount())},
+      {"ib_ports", IbPorts(node)},
+      {"pod_cidr", inv.network.pod_cidr},
+      {"service_cidr", inv.network.service_cidr},
+      {"subnet", inv.network.subnet},
+      {"master_name", master != nullptr ? master->name : ""},
+      {"master_address", master != nullptr ? master->address : ""},
+      {"hosts", Hosts(inv)},
+      {"worker_names", Names(inv.WithRole(Role::kWorker), " ")},
+      {"orchestrator", ToString(inv.orchestrator)},
+      {"disable_firewall", Bool(inv.policy.disable_firewall)},
+      {"disable_selinux", Bool(inv.policy.disable_selinux)},
+      {"docker", Bool(inv.policy.docker)},
+  };
+  AddNfs(inv, values);
+  AddSlurm(inv, values);
+  return values;
+}
+
+std::map<std::string, std::string> StepEnvironment(const std::vector<std::string>& names,
+                                                   const Inventory& inventory, const Node& node) {
+  const auto values = ParameterValues(inventory, node);
+  std::map<std::string, std::string> env;
+  for (const auto& name : names) {
+    auto it = values.find(name);
+    if (it == values.end()) {
+      // The catalog loader rejects unknown names, so this is a bug, not input.
+      throw std::invalid_argument(fmt::format("unknown step parameter '{}'", name));
+    }
+    std::string upper = name;
+    std::transform(upper.begin(), upper.end(), upper.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+    env["GPUCTL_" + upper] = it->second;
+  }
+  return env;
+}
+
+}  // namespace gpuctl

@@ -1,0 +1,356 @@
+#include "gpuctl/yaml_source.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <tuple>
+
+#include <fmt/format.h>
+
+namespace gpuctl::yaml {
+
+std::optional<std::string> ReadFile(const std::string& path, Diagnostics& diagnostics) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    diagnostics.Error({path, 0, 0}, fmt::format("cannot read: {}", std::strerror(errno)));
+    return std::nullopt;
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+SourceLocation Where(const YAML::Mark& mark, const std::string& file) {
+  if (mark.line < 0 || mark.column < 0) {
+    return {file, 0, 0};
+  }
+  return {file, mark.line + 1, mark.column + 1};
+}
+
+std::size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) {
+    row[j] = j;
+  }
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + cost});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string DidYouMean(std::string_view word, const std::vector<std::string>& candidates) {
+  // A third of the word, at least 1 and at most 3: "adress" finds "address",
+  // but "os" does not turn into "ib".
+  const std::size_t limit = std::clamp<std::size_t>(word.size() / 3, 1, 3);
+  const std::string* best = nullptr;
+  std::size_t best_distance = limit + 1;
+  for (const auto& candidate : candidates) {
+    const std::size_t d = EditDistance(word, candidate);
+    // Never a suggestion that shares nothing with the word ("x" for "a").
+    if (d < best_distance && d < word.size()) {
+      best = &candidate;
+      best_distance = d;
+    }
+  }
+  return best != nullptr ? fmt::format(" (did you mean '{}'?)", *best) : std::string();
+}
+
+std::string UnknownName(std::string_view what, std::string_view name,
+                        const std::vector<std::string>& known) {
+  const std::string hint = DidYouMean(name, known);
+  return hint.empty() ? fmt::format("unknown {} '{}'; known: {}", what, name, Join(known))
+                      : fmt::format("unknown {} '{}'{}", what, name, hint);
+}
+
+void AppendInOrder(Diagnostics& to, const Diagnostics& from) {
+  std::vector<Diagnostic> items = from.All();
+  std::stable_sort(items.begin(), items.end(), [](const Diagnostic& a, const Diagnostic& b) {
+    return std::tie(a.where.file, a.where.line, a.where.column) <
+           std::tie(b.where.file, b.where.line, b.where.column);
+  });
+  for (auto& d : items) {
+    if (d.severity == Severity::kError) {
+      to.Error(std::move(d.where), std::move(d.message));
+    } else {
+      to.Warning(std::move(d.where), std::move(d.message));
+    }
+  }
+}
+
+std::string Join(const std::vector<std::string>& items, std::string_view separator) {
+  std::string out;
+  for (const auto& item : items) {
+    if (!out.empty()) {
+      out += separator;
+    }
+    out += item;
+  }
+  return out;
+}
+
+std::string Describe(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Map:
+      return "a mapping";
+    case YAML::NodeType::Scalar: {
+      constexpr std::size_t kMax = 40;
+      const std::string& text = node.Scalar();
+      return text.size() > kMax ? fmt::format("'{}...'", text.substr(0, kMax))
+                                : fmt::format("'{}'", text);
+    }
+    default:
+      return "nothing";
+  }
+}
+
+std::optional<YAML::Node> Source::Parse(const std::string& text) {
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    Error(yaml::Where(e.mark, file_), fmt::format("invalid YAML: {}", e.msg));
+    return std::nullopt;
+  }
+}
+
+SourceLocation Source::Where(const YAML::Node& node) const {
+  if (!node.IsDefined()) {
+    return {file_, 0, 0};
+  }
+  return yaml::Where(node.Mark(), file_);
+}
+
+void Source::Error(const SourceLocation& where, std::string message) {
+  diagnostics_.Error(where, std::move(message));
+}
+
+void Source::Warning(const SourceLocation& where, std::string message) {
+  diagnostics_.Warning(where, std::move(message));
+}
+
+std::optional<Scalar> Source::AsString(const YAML::Node& node, const SourceLocation& where) {
+  if (!node.IsScalar()) {
+    Error(where, fmt::format("expected a string, got {}", Describe(node)));
+    return std::nullopt;
+  }
+  return Scalar{node.Scalar(), where};
+}
+
+std::optional<int> Source::AsInt(const YAML::Node& node, const SourceLocation& where, int min,
+                                 int max) {
+  if (!node.IsScalar()) {
+    Error(where, fmt::format("expected an integer, got {}", Describe(node)));
+    return std::nullopt;
+  }
+  const std::string& text = node.Scalar();
+  long long value = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ec == std::errc::invalid_argument || ptr != end) {
+    Error(where, fmt::format("expected an integer, got {}", Describe(node)));
+    return std::nullopt;
+  }
+  if (ec == std::errc::result_out_of_range || value < min || value > max) {
+    Error(where, fmt::format("{} is out of range: expected {} to {}", text, min, max));
+    return std::nullopt;
+  }
+  return static_cast<int>(value);
+}
+
+std::optional<bool> Source::AsBool(const YAML::Node& node, const SourceLocation& where) {
+  if (node.IsScalar()) {
+    std::string text = node.Scalar();
+    std::transform(text.begin(), text.end(), text.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    // The spellings yaml-cpp itself accepts, so `become: yes` keeps working.
+    if (text == "true" || text == "yes" || text == "on") {
+      return true;
+    }
+    if (text == "false" || text == "no" || text == "off") {
+      return false;
+    }
+  }
+  Error(where, fmt::format("expected true or false, got {}", Describe(node)));
+  return std::nullopt;
+}
+
+std::optional<std::vector<YAML::Node>> Source::AsList(const YAML::Node& node,
+                                                      const SourceLocation& where) {
+  if (node.IsNull()) {
+    return std::vector<YAML::Node>{};
+  }
+  if (!node.IsSequence()) {
+    Error(where, fmt::format("expected a list, got {}", Describe(node)));
+    return std::nullopt;
+  }
+  return std::vector<YAML::Node>(node.begin(), node.end());
+}
+
+std::optional<std::vector<Scalar>> Source::AsStringList(const YAML::Node& node,
+                                                        const SourceLocation& where) {
+  auto items = AsList(node, where);
+  if (!items) {
+    return std::nullopt;
+  }
+  std::vector<Scalar> out;
+  bool ok = true;
+  for (const auto& item : *items) {
+    if (auto s = AsString(item, Where(item))) {
+      out.push_back(std::move(*s));
+    } else {
+      ok = false;
+    }
+  }
+  return ok ? std::optional(std::move(out)) : std::nullopt;
+}
+
+MapReader::MapReader(Source& source, const YAML::Node& node, std::vector<std::string> allowed)
+    : MapReader(source, node, source.Where(node), std::move(allowed)) {}
+
+MapReader::MapReader(Source& source, const YAML::Node& node, const SourceLocation& where,
+                     std::vector<std::string> allowed)
+    : source_(&source), where_(where), allowed_(std::move(allowed)) {
+  if (node.IsNull()) {
+    return;
+  }
+  if (!node.IsMap()) {
+    source.Error(where_, fmt::format("expected a mapping, got {}", Describe(node)));
+    ok_ = false;
+    return;
+  }
+  Index(node);
+}
+
+void MapReader::Index(const YAML::Node& node) {
+  for (const auto& pair : node) {
+    const SourceLocation key_where = source_->Where(pair.first);
+    if (!pair.first.IsScalar()) {
+      source_->Error(key_where, fmt::format("expected a key, got {}", Describe(pair.first)));
+      continue;
+    }
+    const std::string& key = pair.first.Scalar();
+    if (const Entry* first = Find(key)) {
+      source_->Error(key_where, fmt::format("duplicate key '{}' (first at line {})", key,
+                                            first->key_where.line));
+      continue;
+    }
+    if (std::find(allowed_.begin(), allowed_.end(), key) == allowed_.end()) {
+      std::optional<std::string> advice;
+      if (source_->key_advisor()) {
+        advice = source_->key_advisor()(key, allowed_);
+      }
+      if (!advice) {
+        const std::string hint = DidYouMean(key, allowed_);
+        advice = hint.empty()
+                     ? fmt::format("unknown key '{}' (expected one of: {})", key, Join(allowed_))
+                     : fmt::format("unknown key '{}'{}", key, hint);
+      }
+      source_->Error(key_where, std::move(*advice));
+      continue;
+    }
+    // A null value's mark is the next token, often on a later line.
+    const SourceLocation value_where =
+        pair.second.IsNull() ? key_where : source_->Where(pair.second);
+    entries_.push_back({key, pair.second, key_where, value_where});
+  }
+}
+
+const MapReader::Entry* MapReader::Find(std::string_view key) const {
+  auto it =
+      std::find_if(entries_.begin(), entries_.end(), [&](const Entry& e) { return e.key == key; });
+  return it == entries_.end() ? nullptr : &*it;
+}
+
+bool MapReader::Has(std::string_view key) const { return Find(key) != nullptr; }
+
+bool MapReader::Require(std::initializer_list<std::string_view> keys) {
+  bool ok = true;
+  for (auto key : keys) {
+    if (ok_ && !Has(key)) {
+      source_->Error(where_, fmt::format("missing required key '{}'", key));
+      ok = false;
+    }
+  }
+  return ok && ok_;
+}
+
+std::optional<YAML::Node> MapReader::Value(std::string_view key) const {
+  const Entry* e = Find(key);
+  return e != nullptr ? std::optional(e->value) : std::nullopt;
+}
+
+SourceLocation MapReader::ValueWhere(std::string_view key) const {
+  const Entry* e = Find(key);
+  return e != nullptr ? e->value_where : where_;
+}
+
+SourceLocation MapReader::KeyWhere(std::string_view key) const {
+  const Entry* e = Find(key);
+  return e != nullptr ? e->key_where : where_;
+}
+
+std::optional<Scalar> MapReader::String(std::string_view key) {
+  const Entry* e = Find(key);
+  return e != nullptr ? source_->AsString(e->value, e->value_where) : std::nullopt;
+}
+
+std::optional<int> MapReader::Int(std::string_view key, int min, int max) {
+  const Entry* e = Find(key);
+  return e != nullptr ? source_->AsInt(e->value, e->value_where, min, max) : std::nullopt;
+}
+
+std::optional<bool> MapReader::Bool(std::string_view key) {
+  const Entry* e = Find(key);
+  return e != nullptr ? source_->AsBool(e->value, e->value_where) : std::nullopt;
+}
+
+std::optional<std::vector<YAML::Node>> MapReader::List(std::string_view key) {
+  const Entry* e = Find(key);
+  return e != nullptr ? source_->AsList(e->value, e->value_where) : std::nullopt;
+}
+
+std::optional<std::vector<Scalar>> MapReader::StringList(std::string_view key) {
+  const Entry* e = Find(key);
+  return e != nullptr ? source_->AsStringList(e->value, e->value_where) : std::nullopt;
+}
+
+std::optional<MapReader> MapReader::Map(std::string_view key, std::vector<std::string> allowed) {
+  const Entry* e = Find(key);
+  if (e == nullptr) {
+    return std::nullopt;
+  }
+  MapReader reader(*source_, e->value, e->value_where, std::move(allowed));
+  return reader.ok() ? std::optional(std::move(reader)) : std::nullopt;
+}
+
+void MapReader::Read(std::string_view key, std::string& out) {
+  if (auto v = String(key)) {
+    out = std::move(v->text);
+  }
+}
+
+void MapReader::Read(std::string_view key, int& out, int min, int max) {
+  if (auto v = Int(key, min, max)) {
+    out = *v;
+  }
+}
+
+void MapReader::Read(std::string_view key, bool& out) {
+  if (auto v = Bool(key)) {
+    out = *v;
+  }
+}
+
+}  // namespace gpuctl::yaml

@@ -1,0 +1,269 @@
+// Catalog parsing: each error case at its exact position, and the graph checks.
+#include "gpuctl/catalog.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace gpuctl {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct Parsed {
+  std::optional<Catalog> catalog;
+  Diagnostics diagnostics;
+};
+
+Parsed ParseText(const std::string& text) {
+  Parsed p;
+  p.catalog = Catalog::Parse(text, "pb.yaml", p.diagnostics);
+  return p;
+}
+
+// Passes when some error reads "pb.yaml:<line>:<column>: error: ..." and
+// contains `fragment`.
+::testing::AssertionResult HasError(const Diagnostics& diagnostics, int line, int column,
+                                    const std::string& fragment) {
+  const std::string prefix =
+      "pb.yaml:" + std::to_string(line) + ":" + std::to_string(column) + ": error: ";
+  for (const auto& d : diagnostics.All()) {
+    const std::string text = d.Format();
+    if (text.rfind(prefix, 0) == 0 && text.find(fragment) != std::string::npos) {
+      return ::testing::AssertionSuccess();
+    }
+  }
+  return ::testing::AssertionFailure() << "no " << prefix << "..." << fragment << " among:\n"
+                                       << diagnostics.Format();
+}
+
+// A step whose id, dependencies and extra lines a test chooses.
+std::string StepText(const std::string& id, const std::string& extra = "") {
+  return "  - id: " + id +
+         "\n"
+         "    roles: [worker]\n"
+         "    probe: test -e /x\n"
+         "    change: {any: touch /x}\n" +
+         extra;
+}
+
+TEST(CatalogParse, ReadsEveryField) {
+  auto p = ParseText(R"(steps:
+  - id: os.modules
+    roles: [master, worker]
+    probe: exit 0
+    change: {any: "true"}
+  - id: gpu.nouveau-blacklist
+    description: Keep nouveau off the GPUs
+    roles: [worker]
+    os: [debian, rhel]
+    when: [has_gpus]
+    depends:
+      - os.modules
+      - {step: os.modules, on: master}
+    params: [driver_branch]
+    secrets: [GPUCTL_JOIN_TOKEN]
+    probe: |
+      grep -q nouveau /etc/modprobe.d/blacklist-nouveau.conf
+    change:
+      apt: echo apt
+      dnf: echo dnf
+    verify: lsmod | grep -qv nouveau
+    reboot: true
+)");
+  ASSERT_TRUE(p.catalog) << p.diagnostics.Format();
+  EXPECT_TRUE(p.diagnostics.All().empty());
+  ASSERT_EQ(p.catalog->steps().size(), 2U);
+  const Step& s = p.catalog->steps()[1];
+  EXPECT_EQ(s.id, "gpu.nouveau-blacklist");
+  EXPECT_EQ(s.description, "Keep nouveau off the GPUs");
+  EXPECT_EQ(s.roles, std::set<Role>{Role::kWorker});
+  EXPECT_EQ(s.families, (std::set<OsFamily>{OsFamily::kDebian, OsFamily::kRhel}));
+  EXPECT_EQ(s.when, std::vector<StepCondition>{StepCondition::kHasGpus});
+  ASSERT_EQ(s.depends.size(), 2U);
+  EXPECT_FALSE(s.depends[0].on_role);
+  EXPECT_EQ(s.depends[1].on_role, Role::kMaster);
+  EXPECT_EQ(s.depends[1].where.line, 13);
+  EXPECT_EQ(s.params, std::vector<std::string>{"driver_branch"});
+  EXPECT_EQ(s.secrets, std::vector<std::string>{"GPUCTL_JOIN_TOKEN"});
+  EXPECT_EQ(s.probe, "grep -q nouveau /etc/modprobe.d/blacklist-nouveau.conf\n");
+  EXPECT_EQ(*s.ChangeFor(OsFamily::kDebian), "echo apt");
+  EXPECT_EQ(*s.ChangeFor(OsFamily::kRhel), "echo dnf");
+  EXPECT_EQ(s.verify, "lsmod | grep -qv nouveau");
+  EXPECT_TRUE(s.reboot);
+  EXPECT_EQ(s.file, "pb.yaml");
+  EXPECT_EQ(s.where.line, 6);
+  EXPECT_EQ(s.where.column, 5);
+  EXPECT_EQ(p.catalog->Find("os.modules"), &p.catalog->steps()[0]);
+  EXPECT_EQ(p.catalog->Find("nope"), nullptr);
+}
+
+TEST(CatalogParse, DefaultsAndAnyFillsBothFamilies) {
+  auto p = ParseText("steps:\n" + StepText("a"));
+  ASSERT_TRUE(p.catalog) << p.diagnostics.Format();
+  const Step& s = p.catalog->steps()[0];
+  EXPECT_TRUE(s.families.empty());
+  EXPECT_TRUE(s.when.empty());
+  EXPECT_FALSE(s.reboot);
+  EXPECT_EQ(s.verify, s.probe);
+  EXPECT_EQ(*s.ChangeFor(OsFamily::kDebian), "touch /x");
+  EXPECT_EQ(*s.ChangeFor(OsFamily::kRhel), "touch /x");
+}
+
+TEST(CatalogErrors, Syntax) {
+  auto p = ParseText("steps:\n  - id: a\n    roles: [worker\n");
+  EXPECT_FALSE(p.catalog);
+  EXPECT_THAT(p.diagnostics.Format(), HasSubstr("pb.yaml:4:1: error: invalid YAML"));
+}
+
+TEST(CatalogErrors, UnknownKeysWithSuggestion) {
+  auto p = ParseText("steps:\n" + StepText("a", "    dependz: [b]\n") + "stepz: []\n");
+  EXPECT_TRUE(HasError(p.diagnostics, 6, 5, "unknown key 'dependz' (did you mean 'depends'?)"));
+  EXPECT_TRUE(HasError(p.diagnostics, 7, 1, "unknown key 'stepz' (did you mean 'steps'?)"));
+}
+
+TEST(CatalogErrors, WrongTypes) {
+  auto p = ParseText(R"(steps:
+  - id: a
+    roles: worker
+    probe: [x]
+    change: echo
+    reboot: maybe
+    depends: [[b]]
+)");
+  EXPECT_TRUE(HasError(p.diagnostics, 3, 12, "expected a list, got 'worker'"));
+  EXPECT_TRUE(HasError(p.diagnostics, 4, 12, "expected a string, got a list"));
+  EXPECT_TRUE(HasError(p.diagnostics, 5, 13, "expected a mapping, got 'echo'"));
+  EXPECT_TRUE(HasError(p.diagnostics, 6, 13, "expected true or false, got 'maybe'"));
+  EXPECT_TRUE(HasError(p.diagnostics, 7, 15, "expected a step id or {step, on}, got a list"));
+}
+
+TEST(CatalogErrors, MissingRequired) {
+  auto p = ParseText("steps:\n  - description: nothing else\n  - description: nor here\n");
+  for (const char* key : {"id", "roles", "probe", "change"}) {
+    EXPECT_TRUE(HasError(p.diagnostics, 2, 5, std::string("missing required key '") + key + "'"));
+  }
+  // Two steps without ids are not duplicates of each other.
+  EXPECT_EQ(p.diagnostics.ErrorCount(), 8U) << p.diagnostics.Format();
+  EXPECT_TRUE(HasError(ParseText("{}\n").diagnostics, 1, 1, "missing required key 'steps'"));
+}
+
+TEST(CatalogErrors, BadIdCharacters) {
+  auto p = ParseText("steps:\n" + StepText("GPU_Driver"));
+  EXPECT_TRUE(HasError(p.diagnostics, 2, 9, "invalid step id 'GPU_Driver'"));
+}
+
+TEST(CatalogErrors, DuplicateIdsNameBothPlaces) {
+  auto p = ParseText("steps:\n" + StepText("a") + StepText("a"));
+  EXPECT_TRUE(
+      HasError(p.diagnostics, 6, 5, "duplicate step id 'a' (first defined at pb.yaml:2:5)"));
+}
+
+TEST(CatalogErrors, UnknownDependencyWithSuggestion) {
+  auto p = ParseText("steps:\n" + StepText("os.modules") +
+                     StepText("b", "    depends: [os.module, {step: zzz, on: master}]\n"));
+  EXPECT_TRUE(HasError(p.diagnostics, 10, 15,
+                       "unknown step 'os.module' in depends (did you mean 'os.modules'?)"));
+  EXPECT_TRUE(HasError(p.diagnostics, 10, 33, "unknown step 'zzz' in depends"));
+}
+
+TEST(CatalogErrors, UnknownNames) {
+  auto p = ParseText(R"(steps:
+  - id: a
+    roles: [wroker]
+    os: [centos]
+    when: [has_gpu]
+    params: [driver]
+    secrets: [not a name]
+    depends: [{step: b, on: boss}]
+    probe: x
+    change: {any: x}
+)");
+  EXPECT_TRUE(HasError(p.diagnostics, 3, 13, "unknown role 'wroker' (did you mean 'worker'?)"));
+  EXPECT_TRUE(HasError(p.diagnostics, 4, 10, "unknown OS family 'centos'; known: debian, rhel"));
+  EXPECT_TRUE(
+      HasError(p.diagnostics, 5, 12, "unknown condition 'has_gpu' (did you mean 'has_gpus'?)"));
+  EXPECT_TRUE(HasError(p.diagnostics, 6, 14, "unknown parameter 'driver'"));
+  EXPECT_TRUE(HasError(p.diagnostics, 7, 15, "secret 'not a name' must be an environment"));
+  EXPECT_TRUE(HasError(p.diagnostics, 8, 29, "unknown role 'boss'"));
+}
+
+TEST(CatalogErrors, ChangeMissingADeclaredFamily) {
+  auto p = ParseText(R"(steps:
+  - id: a
+    roles: [worker]
+    os: [rhel]
+    probe: x
+    change: {apt: x}
+  - id: b
+    roles: [worker]
+    probe: x
+    change: {dnf: x}
+  - id: c
+    roles: [worker]
+    os: [debian]
+    probe: x
+    change: {apt: x}
+)");
+  EXPECT_EQ(p.diagnostics.ErrorCount(), 2U) << p.diagnostics.Format();
+  EXPECT_TRUE(HasError(p.diagnostics, 6, 5,
+                       "change has no 'dnf' (or 'any') script, but the step runs on rhel"));
+  EXPECT_TRUE(HasError(p.diagnostics, 10, 5,
+                       "no 'apt' (or 'any') script, but the step runs on "
+                       "debian (no 'os' list: every family)"));
+}
+
+TEST(CatalogErrors, AnyBesideAFamily) {
+  auto p = ParseText(R"(steps:
+  - id: a
+    roles: [worker]
+    probe: x
+    change: {any: x, apt: y}
+)");
+  EXPECT_TRUE(HasError(p.diagnostics, 5, 22, "'apt' beside 'any'"));
+}
+
+TEST(CatalogErrors, EmptyScriptsAndLists) {
+  auto p = ParseText(R"(steps:
+  - id: a
+    roles: []
+    os: []
+    probe: "  "
+    change: {any: x}
+)");
+  EXPECT_TRUE(HasError(p.diagnostics, 3, 12, "expected at least one of master, worker, storage"));
+  EXPECT_TRUE(HasError(p.diagnostics, 4, 9, "expected at least one of debian, rhel"));
+  EXPECT_TRUE(HasError(p.diagnostics, 5, 12, "empty probe script"));
+}
+
+TEST(CatalogGraph, TwoStepCycle) {
+  auto p = ParseText("steps:\n" + StepText("a", "    depends: [b]\n") +
+                     StepText("b", "    depends: [a]\n"));
+  EXPECT_FALSE(p.catalog);
+  EXPECT_TRUE(HasError(p.diagnostics, 2, 5, "dependency cycle: a -> b -> a"));
+  EXPECT_EQ(p.diagnostics.ErrorCount(), 1U) << p.diagnostics.Format();
+}
+
+TEST(CatalogGraph, SelfAndLongerCyclesThroughCrossNodeDependencies) {
+  auto p = ParseText("steps:\n" + StepText("self", "    depends: [self]\n") +
+                     StepText("x", "    depends: [y]\n") +
+                     StepText("y", "    depends: [{step: z, on: worker}]\n") +
+                     StepText("z", "    depends: [x]\n") + StepText("ok", "    depends: [x]\n"));
+  EXPECT_TRUE(HasError(p.diagnostics, 2, 5, "dependency cycle: self -> self"));
+  EXPECT_TRUE(HasError(p.diagnostics, 7, 5, "dependency cycle: x -> y -> z -> x"));
+  EXPECT_EQ(p.diagnostics.ErrorCount(), 2U) << p.diagnostics.Format();
+}
+
+TEST(CatalogGraph, CrossNodeDependencyOnAStepThatRoleNeverRuns) {
+  auto p = ParseText("steps:\n" + StepText("a") +
+                     StepText("b", "    depends: [{step: a, on: master}]\n"));
+  EXPECT_TRUE(HasError(p.diagnostics, 10, 22, "step 'a' never runs on master nodes"));
+}
+
+TEST(CatalogGraph, EveryErrorIsReported) {
+  auto p = ParseText("steps:\n" + StepText("A") + StepText("b", "    depends: [c]\n") +
+                     StepText("b", "    reboot: sometimes\n"));
+  EXPECT_EQ(p.diagnostics.ErrorCount(), 4U) << p.diagnostics.Format();
+}
+
+}  // namespace
+}  // namespace gpuctl

@@ -1,0 +1,252 @@
+// The gpuctl binary against a real sshd on localhost: plan's probes cross SSH,
+// exit codes are the documented ones, host keys are enforced, and apply
+// changes, verifies, and then has nothing left to do.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "support/local_sshd.h"
+
+namespace gpuctl {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CliRun {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+CliRun Gpuctl(const std::string& args, const std::string& playbooks) {
+  const std::string command = fmt::format(
+      "GPUCTL_PLAYBOOKS='{}' NO_COLOR=1 '{}' {} 2>&1 </dev/null", playbooks, GPUCTL_BINARY, args);
+  CliRun run;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return run;
+  char buffer[4096];
+  std::size_t n = 0;
+  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) run.output.append(buffer, n);
+  const int status = pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
+
+void WriteFile(const fs::path& path, const std::string& text) {
+  fs::create_directories(path.parent_path());
+  std::ofstream(path) << text;
+}
+
+class CliSshTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (const std::string why = test::LocalSshd::Unavailable(); !why.empty()) {
+      GTEST_SKIP() << why;
+    }
+    sshd_ = std::make_unique<test::LocalSshd>();
+    sshd_->Start();
+    sshd_->TrustHostKey();
+    dir_ = fs::path(sshd_->dir()) / "cli";
+    marker_ = (dir_ / "changed-by-apply").string();
+    // `ssh.ok` is always satisfied; `ssh.proof` reports the SSH connection it
+    // ran over, and needs a change until the marker file exists.
+    WriteFile(dir_ / "playbooks/10-test.yaml", fmt::format(R"(steps:
+  - id: ssh.ok
+    description: always satisfied
+    roles: [master]
+    probe: |
+      exit 0
+    change:
+      any: |
+        exit 0
+  - id: ssh.proof
+    description: shows the probe really ran over SSH
+    roles: [master]
+    depends: [ssh.ok]
+    probe: |
+      if [ -f '{0}' ]; then exit 0; fi
+      # SSH_CONNECTION is "client port server port", set only by sshd; the
+      # client port changes per connection, so only the server half is shown.
+      set -- ${{SSH_CONNECTION:-none none none none}}
+      echo "over ssh: to $3 port $4"
+      exit 1
+    change:
+      any: |
+        echo changed > '{0}'
+)",
+                                                           marker_));
+    WriteInventory(sshd_->known_hosts());
+  }
+
+  void WriteInventory(const std::string& known_hosts) {
+    WriteFile(dir_ / "inventory.yaml",
+              fmt::format(R"(cluster: local
+ssh:
+  user: root
+  port: {}
+  identity_file: {}
+  known_hosts: {}
+  connect_timeout: 5
+nodes:
+  - name: master1
+    address: 127.0.0.1
+    os: ubuntu-22.04
+    roles: [master]
+)",
+                          sshd_->port(), sshd_->client_key(), known_hosts));
+  }
+
+  std::string Inventory() const { return (dir_ / "inventory.yaml").string(); }
+  std::string Playbooks() const { return (dir_ / "playbooks").string(); }
+
+  std::unique_ptr<test::LocalSshd> sshd_;
+  fs::path dir_;
+  std::string marker_;
+};
+
+TEST_F(CliSshTest, PlanProbesOverSshAndExitsTwoWhenChangesArePending) {
+  const CliRun run =
+      Gpuctl("plan " + Inventory() + " --out " + (dir_ / "plan.json").string(), Playbooks());
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_NE(
+      run.output.find(fmt::format("~ ssh.proof                      will change: over ssh: to "
+                                  "127.0.0.1 port {}",
+                                  sshd_->port())),
+      std::string::npos)
+      << run.output;
+  EXPECT_NE(run.output.find("Plan: 1 node: 1 to change, 1 ok"), std::string::npos) << run.output;
+  EXPECT_FALSE(fs::exists(marker_)) << "plan must not run a change";
+
+  std::ifstream in(dir_ / "plan.json");
+  const auto plan = nlohmann::json::parse(in);
+  EXPECT_EQ(plan["format"], "gpuctl.plan/v1");
+  ASSERT_EQ(plan["items"].size(), 2U);
+  EXPECT_EQ(plan["items"][1]["state"], "change");
+  EXPECT_EQ(sshd_->CountInLog("Accepted publickey"), 1) << "one session for every probe";
+}
+
+TEST_F(CliSshTest, PlanExitsZeroWhenNothingIsPending) {
+  WriteFile(marker_, "already\n");
+  const CliRun run = Gpuctl("plan " + Inventory(), Playbooks());
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("Plan: 1 node: 0 to change, 2 ok"), std::string::npos) << run.output;
+}
+
+TEST_F(CliSshTest, PlanJsonOutputIsMachineReadable) {
+  const CliRun run = Gpuctl("--output json plan " + Inventory(), Playbooks());
+  EXPECT_EQ(run.exit_code, 2);
+  const auto doc = nlohmann::json::parse(run.output.substr(run.output.find('{')));
+  EXPECT_EQ(doc["summary"]["to_change"], 1);
+  EXPECT_EQ(doc["summary"]["ok"], 1);
+}
+
+TEST_F(CliSshTest, UnknownHostKeyIsRefusedUntilTrustedExplicitly) {
+  const std::string empty = (dir_ / "empty_known_hosts").string();
+  WriteFile(empty, "");
+  WriteInventory(empty);
+  const CliRun refused = Gpuctl("plan " + Inventory(), Playbooks());
+  EXPECT_EQ(refused.exit_code, 1) << refused.output;
+  EXPECT_NE(refused.output.find("--trust-new-host-keys"), std::string::npos) << refused.output;
+  EXPECT_EQ(sshd_->CountInLog("Accepted publickey"), 0) << "no command may run on an unknown host";
+
+  const CliRun trusted = Gpuctl("plan --trust-new-host-keys " + Inventory(), Playbooks());
+  EXPECT_EQ(trusted.exit_code, 2) << trusted.output;
+  const CliRun later = Gpuctl("plan " + Inventory(), Playbooks());
+  EXPECT_EQ(later.exit_code, 2) << "the key was recorded: " << later.output;
+}
+
+TEST_F(CliSshTest, ChangedHostKeyIsRefused) {
+  sshd_->Stop();
+  sshd_->RegenerateHostKey();
+  sshd_->Start();
+  const CliRun run = Gpuctl("plan --trust-new-host-keys " + Inventory(), Playbooks());
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find(sshd_->HostKeyFingerprint()), std::string::npos) << run.output;
+}
+
+TEST_F(CliSshTest, ApplyChangesVerifiesAndASecondApplyChangesNothing) {
+  const CliRun first =
+      Gpuctl("apply --yes " + Inventory() + " --run-dir " + (dir_ / "run1").string(), Playbooks());
+  EXPECT_EQ(first.exit_code, 0) << first.output;
+  EXPECT_TRUE(fs::exists(marker_));
+  EXPECT_NE(first.output.find("+ ssh.proof"), std::string::npos) << first.output;
+  EXPECT_TRUE(fs::exists(dir_ / "run1/journal.jsonl"));
+
+  const CliRun second =
+      Gpuctl("apply --yes " + Inventory() + " --run-dir " + (dir_ / "run2").string(), Playbooks());
+  EXPECT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_NE(second.output.find("No changes."), std::string::npos) << second.output;
+  std::ifstream journal(dir_ / "run2/journal.jsonl");
+  std::string line;
+  while (std::getline(journal, line)) {
+    EXPECT_EQ(line.find("\"activity\":\"change\""), std::string::npos) << line;
+  }
+}
+
+TEST_F(CliSshTest, ApplyWithoutATerminalOrYesRefusesToWait) {
+  const CliRun run = Gpuctl("apply " + Inventory(), Playbooks());
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find("stdin is not a terminal"), std::string::npos) << run.output;
+  EXPECT_FALSE(fs::exists(marker_));
+}
+
+TEST_F(CliSshTest, SavedPlanIsRefusedAfterTheNodeMoved) {
+  const std::string saved = (dir_ / "saved.json").string();
+  ASSERT_EQ(Gpuctl("plan " + Inventory() + " --out " + saved, Playbooks()).exit_code, 2);
+  WriteFile(marker_, "made by hand\n");  // drift: someone fixed it meanwhile
+  const CliRun run = Gpuctl("apply " + saved, Playbooks());
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find("master1 ssh.proof: was change (over ssh: to 127.0.0.1"),
+            std::string::npos)
+      << run.output;
+}
+
+TEST_F(CliSshTest, SavedPlanAppliesExactlyWhenNothingMoved) {
+  const std::string saved = (dir_ / "saved.json").string();
+  ASSERT_EQ(Gpuctl("plan " + Inventory() + " --out " + saved, Playbooks()).exit_code, 2);
+  const CliRun run =
+      Gpuctl("apply " + saved + " --run-dir " + (dir_ / "run").string(), Playbooks());
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(fs::exists(marker_));
+}
+
+TEST_F(CliSshTest, CheckListsTheMismatchAndExitsTwo) {
+  const CliRun run = Gpuctl("check " + Inventory(), Playbooks());
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_NE(run.output.find("master1: over ssh: to 127.0.0.1"), std::string::npos) << run.output;
+  WriteFile(marker_, "x\n");
+  EXPECT_EQ(Gpuctl("check " + Inventory(), Playbooks()).exit_code, 0);
+}
+
+TEST(CliValidate, ReportsEveryErrorAndExitsOne) {
+  const fs::path dir = fs::temp_directory_path() / fmt::format("gpuctl-validate-{}", getpid());
+  WriteFile(dir / "bad.yaml",
+            "cluster: x\nnodes:\n  - name: a\n    adress: 1.2.3.4\n    os: centos-7\n    roles: "
+            "[master]\n");
+  const CliRun run = Gpuctl("validate " + (dir / "bad.yaml").string(),
+                            std::string(GPUCTL_SOURCE_DIR) + "/playbooks");
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_NE(run.output.find("bad.yaml:4:5: error: unknown key 'adress' (did you mean 'address'?)"),
+            std::string::npos)
+      << run.output;
+  EXPECT_NE(run.output.find("bad.yaml:5:9: error: unknown OS 'centos-7'"), std::string::npos)
+      << run.output;
+  fs::remove_all(dir);
+}
+
+TEST(CliValidate, ShippedInventoriesAreValid) {
+  for (const char* name : {"seed", "mixed", "slurm"}) {
+    const CliRun run =
+        Gpuctl(fmt::format("validate {}/inventories/{}.yaml", GPUCTL_SOURCE_DIR, name),
+               std::string(GPUCTL_SOURCE_DIR) + "/playbooks");
+    EXPECT_EQ(run.exit_code, 0) << name << ": " << run.output;
+  }
+}
+
+}  // namespace
+}  // namespace gpuctl

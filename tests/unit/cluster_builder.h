@@ -1,0 +1,47 @@
+// Small in-code inventories and catalogs for unit tests of the plan and the
+// phases, so those tests don't depend on the YAML loaders.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "gpuctl/catalog.h"
+#include "gpuctl/inventory.h"
+
+namespace gpuctl::testing {
+
+inline Node MakeNode(const std::string& name, Role role, OsFamily family = OsFamily::kDebian) {
+  Node n;
+  n.name = name;
+  n.address = "198.18.0." + std::to_string(10 + name.size());
+  n.roles = {role};
+  n.os = family == OsFamily::kDebian ? OsRelease{"ubuntu", "22.04", family}
+                                     : OsRelease{"rocky", "9", family};
+  return n;
+}
+
+inline Inventory MakeInventory(std::vector<Node> nodes) {
+  Inventory inv;
+  inv.cluster = "test";
+  inv.nodes = std::move(nodes);
+  return inv;
+}
+
+inline Step MakeStep(const std::string& id, std::set<Role> roles,
+                     std::vector<StepDependency> depends = {}) {
+  Step s;
+  s.id = id;
+  s.description = id;
+  s.roles = std::move(roles);
+  s.depends = std::move(depends);
+  s.probe = "probe " + id;
+  s.verify = "verify " + id;
+  s.change[OsFamily::kDebian] = "apt change " + id;
+  s.change[OsFamily::kRhel] = "dnf change " + id;
+  return s;
+}
+
+inline StepDependency SameNode(const std::string& step) { return {step, std::nullopt, {}}; }
+inline StepDependency OnRole(const std::string& step, Role role) { return {step, role, {}}; }
+
+}  // namespace gpuctl::testing

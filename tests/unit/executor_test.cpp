@@ -1,0 +1,307 @@
+#include "gpuctl/executor.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "cluster_builder.h"
+#include "gpuctl/fake_transport.h"
+#include "gpuctl/phase.h"
+
+namespace gpuctl {
+namespace {
+
+using testing::MakeInventory;
+using testing::MakeNode;
+using testing::MakeStep;
+using testing::OnRole;
+using testing::SameNode;
+
+// A fake cluster that remembers which steps were changed on which node, so
+// probes and verifications answer like real idempotent steps.
+class StatefulNodes {
+ public:
+  explicit StatefulNodes(FakeTransport& transport) {
+    transport.AddHandler(
+        [this](const std::string& node, const Command& c) -> std::optional<CommandResult> {
+          std::lock_guard lock(mutex_);
+          CommandResult r;
+          r.exit_status = 0;
+          const std::string& s = c.script;
+          if (s.find("gpuctl-reboot-marker") != std::string::npos) {
+            if (s.rfind("touch", 0) == 0) ++reboots_[node];
+            return r;
+          }
+          auto word = s.find(' ');
+          const std::string verb = s.substr(0, word);
+          std::string step = s.substr(s.rfind(' ') + 1);
+          if (verb == "probe" || verb == "verify") {
+            if (broken_verify_.count({node, step}) && verb == "verify") {
+              r.exit_status = 1;
+              r.out = "still wrong";
+            } else {
+              r.exit_status = done_.count({node, step}) ? 0 : 1;
+            }
+          } else if (verb == "apt" || verb == "dnf") {
+            order_.push_back(node + ":" + step);
+            if (failing_.count({node, step})) {
+              r.exit_status = 100;
+              r.err = "E: Unable to locate package\n";
+            } else {
+              done_.insert({node, step});
+            }
+          }
+          return r;
+        });
+  }
+  void MarkDone(const std::string& node, const std::string& step) { done_.insert({node, step}); }
+  void FailChange(const std::string& node, const std::string& step) {
+    failing_.insert({node, step});
+  }
+  void BreakVerify(const std::string& node, const std::string& step) {
+    broken_verify_.insert({node, step});
+  }
+  std::vector<std::string> order() {
+    std::lock_guard lock(mutex_);
+    return order_;
+  }
+  int reboots(const std::string& node) {
+    std::lock_guard lock(mutex_);
+    return reboots_[node];
+  }
+
+ private:
+  std::mutex mutex_;
+  std::set<std::pair<std::string, std::string>> done_, failing_, broken_verify_;
+  std::vector<std::string> order_;
+  std::map<std::string, int> reboots_;
+};
+
+std::size_t IndexOf(const std::vector<std::string>& v, const std::string& x) {
+  return static_cast<std::size_t>(std::find(v.begin(), v.end(), x) - v.begin());
+}
+
+class ExecutorTest : public ::testing::Test {
+ protected:
+  Inventory inventory =
+      MakeInventory({MakeNode("master1", Role::kMaster), MakeNode("worker1", Role::kWorker),
+                     MakeNode("worker2", Role::kWorker, OsFamily::kRhel)});
+  std::vector<Step> steps{
+      MakeStep("os.sysctl", {Role::kMaster, Role::kWorker}),
+      MakeStep("k8s.init", {Role::kMaster}, {SameNode("os.sysctl")}),
+      MakeStep("k8s.join", {Role::kWorker},
+               {SameNode("os.sysctl"), OnRole("k8s.init", Role::kMaster)}),
+  };
+  FakeTransport transport;
+  StatefulNodes nodes{transport};
+  Reporter quiet;
+  std::map<std::string, std::string> errors;
+  std::size_t max_reboots = 0;
+
+  Plan Apply(ApplyOptions options = {}, RunOptions run = {}) {
+    Catalog catalog = Catalog::FromSteps(steps);
+    Plan plan = Plan::Build(inventory, catalog);
+    RunContext context(inventory, catalog, plan, transport, quiet, run);
+    Pipeline pipeline;
+    pipeline.Add(MakeConnectPhase()).Add(MakeProbePhase());
+    pipeline.Run(context);
+    Executor executor(context, options);
+    executor.Run();
+    errors = context.NodeErrors();
+    max_reboots = executor.MaxConcurrentReboots();
+    return plan;
+  }
+};
+
+TEST_F(ExecutorTest, AppliesWhatNeedsChangeAndNothingElse) {
+  nodes.MarkDone("worker1", "os.sysctl");
+  const Plan plan = Apply();
+  EXPECT_EQ(plan.Find("worker1", "os.sysctl")->state, ItemState::kSatisfied);
+  EXPECT_EQ(plan.Find("worker1", "k8s.join")->state, ItemState::kApplied);
+  EXPECT_EQ(plan.Summarize().applied, 5U);
+  const auto order = nodes.order();
+  EXPECT_EQ(std::count(order.begin(), order.end(), "worker1:os.sysctl"), 0);
+  EXPECT_TRUE(errors.empty());
+}
+
+TEST_F(ExecutorTest, WorkersJoinOnlyAfterTheMastersInit) {
+  Apply();
+  const auto order = nodes.order();
+  EXPECT_LT(IndexOf(order, "master1:k8s.init"), IndexOf(order, "worker1:k8s.join"));
+  EXPECT_LT(IndexOf(order, "master1:k8s.init"), IndexOf(order, "worker2:k8s.join"));
+}
+
+TEST_F(ExecutorTest, EachChangeIsFollowedByItsVerification) {
+  Apply();
+  const auto records = transport.RecordsFor("worker2");
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    if (records[i].command.script.rfind("dnf change", 0) == 0) {
+      ASSERT_LT(i + 1, records.size());
+      const std::string step =
+          records[i].command.script.substr(records[i].command.script.rfind(' '));
+      EXPECT_EQ(records[i + 1].command.script, "verify" + step);
+    }
+  }
+}
+
+TEST_F(ExecutorTest, AFailedChangeStopsThatNodeAndBlocksItsDependents) {
+  nodes.FailChange("master1", "k8s.init");
+  const Plan plan = Apply();
+  EXPECT_EQ(plan.Find("master1", "k8s.init")->state, ItemState::kFailed);
+  EXPECT_NE(plan.Find("master1", "k8s.init")
+                ->detail.find("change exited 100: E: Unable to locate package"),
+            std::string::npos);
+  // Workers did what they could, then stopped at the join.
+  EXPECT_EQ(plan.Find("worker1", "os.sysctl")->state, ItemState::kApplied);
+  EXPECT_EQ(plan.Find("worker1", "k8s.join")->state, ItemState::kBlocked);
+  EXPECT_EQ(plan.Find("worker1", "k8s.join")->detail, "k8s.init on master1 did not finish");
+  EXPECT_EQ(errors.count("master1"), 1U);
+}
+
+TEST_F(ExecutorTest, AFailedVerificationFailsTheStep) {
+  nodes.BreakVerify("worker2", "os.sysctl");
+  const Plan plan = Apply();
+  const PlanItem* item = plan.Find("worker2", "os.sysctl");
+  EXPECT_EQ(item->state, ItemState::kFailed);
+  EXPECT_EQ(item->detail, "verification failed: still wrong");
+  EXPECT_EQ(plan.Find("worker2", "k8s.join")->state, ItemState::kBlocked);
+  EXPECT_EQ(plan.Find("worker1", "k8s.join")->state, ItemState::kApplied);
+}
+
+// Records node failures so a fake step can wait for one (an event, not a sleep).
+class FailureSignal : public Reporter {
+ public:
+  void NodeFailed(const std::string& /*node*/, const std::string& /*error*/) override {
+    std::lock_guard lock(mutex_);
+    failed_ = true;
+    cv_.notify_all();
+  }
+  bool WaitForFailure() {
+    std::unique_lock lock(mutex_);
+    return cv_.wait_for(lock, std::chrono::seconds(30), [&] { return failed_; });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool failed_ = false;
+};
+
+TEST_F(ExecutorTest, FailFastStopsEveryNode) {
+  inventory.nodes.push_back(MakeNode("storage1", Role::kStorage));
+  steps = {MakeStep("m.fail", {Role::kMaster}), MakeStep("s.first", {Role::kStorage}),
+           MakeStep("s.second", {Role::kStorage}, {SameNode("s.first")})};
+  nodes.FailChange("master1", "m.fail");
+  FailureSignal signal;
+  // s.first is in flight when the master fails; fail-fast must let it finish
+  // and start nothing after it.
+  transport.AddHandler(
+      [&](const std::string& node, const Command& c) -> std::optional<CommandResult> {
+        if (node == "storage1" && c.script == "apt change s.first") {
+          EXPECT_TRUE(signal.WaitForFailure());
+        }
+        return std::nullopt;
+      });
+  ApplyOptions options;
+  options.fail_fast = true;
+  Catalog catalog = Catalog::FromSteps(steps);
+  Plan plan = Plan::Build(inventory, catalog);
+  RunContext context(inventory, catalog, plan, transport, signal);
+  Pipeline pipeline;
+  pipeline.Add(MakeConnectPhase()).Add(MakeProbePhase());
+  pipeline.Run(context);
+  Executor(context, options).Run();
+  EXPECT_EQ(plan.Find("master1", "m.fail")->state, ItemState::kFailed);
+  EXPECT_EQ(plan.Find("storage1", "s.second")->state, ItemState::kBlocked);
+  EXPECT_EQ(plan.Find("storage1", "s.second")->detail, "run stopped before this step");
+  const auto order = nodes.order();
+  EXPECT_EQ(std::count(order.begin(), order.end(), "storage1:s.second"), 0);
+}
+
+TEST_F(ExecutorTest, MaxFailPercentStopsOnceExceeded) {
+  nodes.FailChange("master1", "os.sysctl");
+  ApplyOptions options;
+  options.max_fail_percent = 0;  // any failed node is too many
+  const Plan plan = Apply(options);
+  EXPECT_EQ(plan.Summarize().failed, 1U);
+  EXPECT_EQ(errors.size(), 1U);
+}
+
+TEST_F(ExecutorTest, ConsecutiveRebootStepsShareOneReboot) {
+  steps = {MakeStep("gpu.nouveau", {Role::kWorker}),
+           MakeStep("gpu.driver", {Role::kWorker}, {SameNode("gpu.nouveau")}),
+           MakeStep("gpu.persistence", {Role::kWorker}, {SameNode("gpu.driver")})};
+  steps[0].reboot = true;
+  steps[1].reboot = true;
+  const Plan plan = Apply();
+  EXPECT_EQ(nodes.reboots("worker1"), 1);
+  EXPECT_EQ(nodes.reboots("master1"), 0);
+  EXPECT_EQ(plan.Find("worker1", "gpu.nouveau")->state, ItemState::kApplied);
+  EXPECT_EQ(plan.Find("worker1", "gpu.driver")->state, ItemState::kApplied);
+  EXPECT_EQ(plan.Find("worker1", "gpu.persistence")->state, ItemState::kApplied);
+  // The node was reconnected after its reboot.
+  EXPECT_EQ(transport.Connects("worker1"), 2);
+}
+
+TEST_F(ExecutorTest, RollingRebootsNeverExceedTheBatch) {
+  inventory = MakeInventory({MakeNode("master1", Role::kMaster), MakeNode("w1", Role::kWorker),
+                             MakeNode("w2", Role::kWorker), MakeNode("w3", Role::kWorker),
+                             MakeNode("w4", Role::kWorker), MakeNode("w5", Role::kWorker)});
+  steps = {MakeStep("gpu.driver", {Role::kWorker})};
+  steps[0].reboot = true;
+  ApplyOptions options;
+  options.batch = 2;
+  const Plan plan = Apply(options);
+  EXPECT_LE(max_reboots, 2U);
+  EXPECT_GE(max_reboots, 1U);
+  EXPECT_EQ(plan.Summarize().applied, 5U);
+  for (const char* w : {"w1", "w2", "w3", "w4", "w5"}) EXPECT_EQ(nodes.reboots(w), 1) << w;
+}
+
+TEST_F(ExecutorTest, KnownAfterApplyIsProbedAgainAndMaySkipTheChange) {
+  // The probe cannot tell at plan time; once os.sysctl ran, it says done.
+  transport.AddHandler(
+      [](const std::string& node, const Command& c) -> std::optional<CommandResult> {
+        static std::atomic<int> calls{0};
+        if (node != "master1" || c.script != "probe k8s.init") return std::nullopt;
+        CommandResult r;
+        r.exit_status = calls++ == 0 ? kProbeUnknown : kProbeSatisfied;
+        return r;
+      });
+  const Plan plan = Apply();
+  EXPECT_EQ(plan.Find("master1", "k8s.init")->state, ItemState::kSatisfied);
+  const auto order = nodes.order();
+  EXPECT_EQ(std::count(order.begin(), order.end(), "master1:k8s.init"), 0);
+}
+
+TEST_F(ExecutorTest, ASecondApplySendsNoChange) {
+  Apply();
+  const std::size_t changes_first = nodes.order().size();
+  Apply();
+  EXPECT_EQ(nodes.order().size(), changes_first);
+}
+
+TEST_F(ExecutorTest, InterruptStartsNothingNew) {
+  std::atomic<bool> interrupted{true};
+  ApplyOptions options;
+  options.interrupted = &interrupted;
+  const Plan plan = Apply(options);
+  EXPECT_TRUE(nodes.order().empty());
+  for (const auto& item : plan.items()) {
+    EXPECT_EQ(item.state, ItemState::kBlocked);
+    EXPECT_EQ(item.detail, "run stopped before this step");
+  }
+}
+
+TEST(ParseBatch, CountsAndPercentages) {
+  EXPECT_EQ(ParseBatch("", 10), 0U);
+  EXPECT_EQ(ParseBatch("3", 10), 3U);
+  EXPECT_EQ(ParseBatch("25%", 10), 2U);
+  EXPECT_EQ(ParseBatch("25%", 2), 1U);
+  EXPECT_THROW(ParseBatch("abc", 10), std::invalid_argument);
+  EXPECT_THROW(ParseBatch("0%", 10), std::invalid_argument);
+  EXPECT_THROW(ParseBatch("3x", 10), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace gpuctl

@@ -1,0 +1,164 @@
+#include "gpuctl/params.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include <gtest/gtest.h>
+
+namespace gpuctl {
+namespace {
+
+Inventory Load(const std::string& text) {
+  Diagnostics diagnostics;
+  auto inv = ParseInventory(text, "/lab/inv.yaml", diagnostics);
+  EXPECT_TRUE(inv) << diagnostics.Format();
+  return inv.value_or(Inventory{});
+}
+
+const char* kCluster = R"(cluster: lab
+orchestrator: slurm
+versions: {driver_branch: "550", cuda: "12.4", nccl: "2.21", slurm: "23.11"}
+network: {subnet: 198.18.0.0/24}
+policy: {disable_firewall: true}
+nfs:
+  server: s1
+  exports: [{path: /data}]
+  mounts: [{export: /data, path: /mnt/data}]
+slurm:
+  partitions:
+    - {name: gpu, nodes: [w1], default: true}
+    - {name: all}
+nodes:
+  - {name: m1, address: 198.18.0.10, os: ubuntu-22.04, roles: [master]}
+  - name: w1
+    address: 198.18.0.11
+    ib_address: 10.10.0.11
+    os: rocky-9
+    roles: [worker, storage]
+    hardware:
+      gpus: {model: NVIDIA H100 80GB HBM3, count: 8}
+      ib: [{device: mlx5_0, port: 1, rate: 400}, {device: mlx5_1, rate: 400}]
+  - {name: w2, address: 198.18.0.12, os: ubuntu-22.04, roles: [worker]}
+  - {name: s1, address: 198.18.0.20, os: ubuntu-22.04, roles: [storage]}
+)";
+
+TEST(Params, KnownParametersAreSortedAndComplete) {
+  const auto& names = KnownParameters();
+  EXPECT_TRUE(std::is_sorted(names.begin(), names.end()));
+  EXPECT_EQ(names.size(), 37U);
+  EXPECT_TRUE(IsKnownParameter("driver_branch"));
+  EXPECT_FALSE(IsKnownParameter("driver"));
+  // Every known name has a value, and nothing else does.
+  const Inventory inv = Load(kCluster);
+  const auto values = ParameterValues(inv, inv.nodes[0]);
+  ASSERT_EQ(values.size(), names.size());
+  for (const auto& name : names) {
+    EXPECT_EQ(values.count(name), 1U) << name;
+  }
+}
+
+TEST(Params, NodeValues) {
+  const Inventory inv = Load(kCluster);
+  const auto v = ParameterValues(inv, inv.nodes[1]);
+  EXPECT_EQ(v.at("node_name"), "w1");
+  EXPECT_EQ(v.at("node_address"), "198.18.0.11");
+  EXPECT_EQ(v.at("node_roles"), "worker storage");
+  EXPECT_EQ(v.at("os_id"), "rocky");
+  EXPECT_EQ(v.at("os_version"), "9");
+  EXPECT_EQ(v.at("os_family"), "rhel");
+  EXPECT_EQ(v.at("gpu_model"), "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(v.at("gpu_count"), "8");
+  EXPECT_EQ(v.at("ib_ports"), "mlx5_0:1:400 mlx5_1:1:400");
+  const auto m = ParameterValues(inv, inv.nodes[0]);
+  EXPECT_EQ(m.at("gpu_model"), "");
+  EXPECT_EQ(m.at("gpu_count"), "0");
+  EXPECT_EQ(m.at("ib_ports"), "");
+}
+
+TEST(Params, ClusterValues) {
+  const Inventory inv = Load(kCluster);
+  const auto v = ParameterValues(inv, inv.nodes[0]);
+  EXPECT_EQ(v.at("cluster"), "lab");
+  EXPECT_EQ(v.at("driver_branch"), "550");
+  EXPECT_EQ(v.at("cuda_version"), "12.4");
+  EXPECT_EQ(v.at("cudnn_version"), "9.1");
+  EXPECT_EQ(v.at("nccl_version"), "2.21");
+  EXPECT_EQ(v.at("slurm_version"), "23.11");
+  EXPECT_EQ(v.at("kubernetes_version"), "1.30");
+  EXPECT_EQ(v.at("container_toolkit_version"), "1.15");
+  EXPECT_EQ(v.at("gpu_operator_version"), "v24.3.0");
+  EXPECT_EQ(v.at("ofed_version"), "24.01");
+  EXPECT_EQ(v.at("cni"), "flannel");
+  EXPECT_EQ(v.at("pod_cidr"), "10.244.0.0/16");
+  EXPECT_EQ(v.at("service_cidr"), "10.96.0.0/12");
+  EXPECT_EQ(v.at("subnet"), "198.18.0.0/24");
+  EXPECT_EQ(v.at("master_name"), "m1");
+  EXPECT_EQ(v.at("master_address"), "198.18.0.10");
+  EXPECT_EQ(v.at("worker_names"), "w1 w2");
+  EXPECT_EQ(v.at("orchestrator"), "slurm");
+  EXPECT_EQ(v.at("disable_firewall"), "true");
+  EXPECT_EQ(v.at("disable_selinux"), "false");
+  EXPECT_EQ(v.at("docker"), "false");
+}
+
+TEST(Params, HostsListsManagementThenIbAddresses) {
+  const Inventory inv = Load(kCluster);
+  EXPECT_EQ(ParameterValues(inv, inv.nodes[0]).at("hosts"),
+            "198.18.0.10 m1\n198.18.0.11 w1\n198.18.0.12 w2\n198.18.0.20 s1\n10.10.0.11 w1-ib");
+}
+
+TEST(Params, Nfs) {
+  const Inventory inv = Load(kCluster);
+  const auto v = ParameterValues(inv, inv.nodes[2]);
+  EXPECT_EQ(v.at("nfs_server_name"), "s1");
+  EXPECT_EQ(v.at("nfs_server_address"), "198.18.0.20");
+  EXPECT_EQ(v.at("nfs_exports"), "/data 198.18.0.0/24");
+  EXPECT_EQ(v.at("nfs_mounts"), "198.18.0.20:/data /mnt/data rw,hard,nfsvers=4.1");
+}
+
+TEST(Params, NfsServerWithIpv6AddressIsBracketed) {
+  const Inventory inv = Load(R"(cluster: lab
+nfs:
+  exports: [{path: /data, clients: "fd00::/64"}]
+  mounts: [{export: /data, path: /data}]
+nodes:
+  - {name: m1, address: "fd00::10", os: ubuntu-22.04, roles: [master]}
+  - {name: w1, address: "fd00::11", os: ubuntu-22.04, roles: [worker]}
+)");
+  EXPECT_EQ(ParameterValues(inv, inv.nodes[1]).at("nfs_mounts"),
+            "[fd00::10]:/data /data rw,hard,nfsvers=4.1");
+}
+
+TEST(Params, Slurm) {
+  const Inventory inv = Load(kCluster);
+  const auto v = ParameterValues(inv, inv.nodes[0]);
+  EXPECT_EQ(v.at("slurm_cluster_name"), "lab");
+  EXPECT_EQ(v.at("slurm_partitions"), "gpu w1 YES\nall w1,w2 NO");
+}
+
+TEST(Params, WithoutNfsOrSlurmTheValuesAreEmpty) {
+  const Inventory inv = Load(R"(cluster: lab
+nodes:
+  - {name: m1, address: 198.18.0.10, os: ubuntu-22.04, roles: [master]}
+)");
+  const auto v = ParameterValues(inv, inv.nodes[0]);
+  EXPECT_EQ(v.at("nfs_server_name"), "");
+  EXPECT_EQ(v.at("nfs_exports"), "");
+  EXPECT_EQ(v.at("slurm_cluster_name"), "");
+  EXPECT_EQ(v.at("slurm_partitions"), "");
+  EXPECT_EQ(v.at("worker_names"), "");
+  EXPECT_EQ(v.at("orchestrator"), "kubernetes");
+}
+
+TEST(Params, StepEnvironmentExportsOnlyTheDeclaredNames) {
+  const Inventory inv = Load(kCluster);
+  const auto env = StepEnvironment({"driver_branch", "node_roles"}, inv, inv.nodes[1]);
+  const std::map<std::string, std::string> expected = {{"GPUCTL_DRIVER_BRANCH", "550"},
+                                                       {"GPUCTL_NODE_ROLES", "worker storage"}};
+  EXPECT_EQ(env, expected);
+  EXPECT_TRUE(StepEnvironment({}, inv, inv.nodes[1]).empty());
+  EXPECT_THROW(StepEnvironment({"bogus"}, inv, inv.nodes[1]), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace gpuctl

@@ -1,0 +1,123 @@
+#include "gpuctl/plan.h"
+
+#include <gtest/gtest.h>
+
+#include "cluster_builder.h"
+
+namespace gpuctl {
+namespace {
+
+using testing::MakeInventory;
+using testing::MakeNode;
+using testing::MakeStep;
+using testing::OnRole;
+using testing::SameNode;
+
+// master1 + worker1 + worker2 + storage1, and a catalog whose file order is
+// deliberately not dependency order.
+class PlanTest : public ::testing::Test {
+ protected:
+  Inventory inventory =
+      MakeInventory({MakeNode("master1", Role::kMaster), MakeNode("worker1", Role::kWorker),
+                     MakeNode("worker2", Role::kWorker), MakeNode("storage1", Role::kStorage)});
+  Catalog catalog = Catalog::FromSteps({
+      MakeStep("gpu.driver", {Role::kWorker}, {SameNode("gpu.nouveau")}),
+      MakeStep("gpu.nouveau", {Role::kWorker}),
+      MakeStep("os.sysctl", {Role::kMaster, Role::kWorker, Role::kStorage}),
+      MakeStep("k8s.init", {Role::kMaster}, {SameNode("os.sysctl")}),
+      MakeStep("k8s.join", {Role::kWorker},
+               {SameNode("os.sysctl"), OnRole("k8s.init", Role::kMaster)}),
+  });
+};
+
+TEST_F(PlanTest, HasOneItemPerApplicableNodeAndStep) {
+  const Plan plan = Plan::Build(inventory, catalog);
+  EXPECT_EQ(plan.ItemsOf("master1").size(), 2U);   // os.sysctl, k8s.init
+  EXPECT_EQ(plan.ItemsOf("worker1").size(), 4U);   // driver, nouveau, sysctl, join
+  EXPECT_EQ(plan.ItemsOf("storage1").size(), 1U);  // os.sysctl
+  EXPECT_EQ(plan.items().size(), 11U);
+  EXPECT_EQ(plan.Find("storage1", "gpu.driver"), nullptr);
+}
+
+TEST_F(PlanTest, OrdersEachNodeByDependenciesThenCatalogOrder) {
+  const Plan plan = Plan::Build(inventory, catalog);
+  std::vector<std::string> order;
+  for (auto id : plan.ItemsOf("worker1")) {
+    order.push_back(plan.items()[id].step);
+  }
+  EXPECT_EQ(order,
+            (std::vector<std::string>{"gpu.nouveau", "gpu.driver", "os.sysctl", "k8s.join"}));
+}
+
+TEST_F(PlanTest, CrossNodeDependencyPointsAtEveryHolderOfTheRole) {
+  const Plan plan = Plan::Build(inventory, catalog);
+  const PlanItem* join = plan.Find("worker2", "k8s.join");
+  const PlanItem* init = plan.Find("master1", "k8s.init");
+  const PlanItem* sysctl = plan.Find("worker2", "os.sysctl");
+  ASSERT_NE(join, nullptr);
+  ASSERT_NE(init, nullptr);
+  EXPECT_EQ(join->after, (std::vector<std::size_t>{std::min(init->id, sysctl->id),
+                                                   std::max(init->id, sysctl->id)}));
+  // The reverse edges let apply release both joins when init finishes.
+  EXPECT_EQ(init->before.size(), 2U);
+}
+
+TEST_F(PlanTest, IsDeterministic) {
+  const Plan a = Plan::Build(inventory, catalog);
+  const Plan b = Plan::Build(inventory, catalog);
+  ASSERT_EQ(a.items().size(), b.items().size());
+  for (std::size_t i = 0; i < a.items().size(); ++i) {
+    EXPECT_EQ(a.items()[i].node, b.items()[i].node);
+    EXPECT_EQ(a.items()[i].step, b.items()[i].step);
+    EXPECT_EQ(a.items()[i].digest, b.items()[i].digest);
+  }
+}
+
+TEST_F(PlanTest, DigestChangesWithTheStepScript) {
+  const Plan before = Plan::Build(inventory, catalog);
+  std::vector<Step> steps = catalog.steps();
+  steps[0].change[OsFamily::kDebian] += " --new-flag";
+  const Plan after = Plan::Build(inventory, Catalog::FromSteps(steps));
+  EXPECT_NE(before.Find("worker1", "gpu.driver")->digest,
+            after.Find("worker1", "gpu.driver")->digest);
+  EXPECT_EQ(before.Find("worker1", "os.sysctl")->digest,
+            after.Find("worker1", "os.sysctl")->digest);
+}
+
+TEST_F(PlanTest, SummaryCountsStatesAndSaysThemInOneLine) {
+  Plan plan = Plan::Build(inventory, catalog);
+  for (auto& item : plan.items()) {
+    item.state = ItemState::kSatisfied;
+  }
+  plan.Find("worker1", "gpu.driver")->state = ItemState::kNeedsChange;
+  plan.Find("worker2", "gpu.driver")->state = ItemState::kNeedsChange;
+  plan.Find("worker2", "k8s.join")->state = ItemState::kKnownAfterApply;
+  const PlanSummary s = plan.Summarize();
+  EXPECT_EQ(s.to_change, 2U);
+  EXPECT_EQ(s.ok, 8U);
+  EXPECT_TRUE(s.Pending());
+  EXPECT_EQ(s.Line(), "4 nodes: 2 to change, 8 ok, 1 known after apply");
+}
+
+TEST_F(PlanTest, FromItemsRebuildsReverseEdgesAndIndex) {
+  const Plan built = Plan::Build(inventory, catalog);
+  const Plan copy = Plan::FromItems(built.nodes(), built.items());
+  const PlanItem* init = copy.Find("master1", "k8s.init");
+  ASSERT_NE(init, nullptr);
+  EXPECT_EQ(init->before, built.Find("master1", "k8s.init")->before);
+}
+
+TEST(ItemState, RoundTripsThroughText) {
+  for (ItemState s : {ItemState::kSatisfied, ItemState::kNeedsChange, ItemState::kKnownAfterApply,
+                      ItemState::kProbeFailed, ItemState::kUnreachable, ItemState::kApplied,
+                      ItemState::kFailed, ItemState::kBlocked}) {
+    ItemState parsed = ItemState::kUnprobed;
+    ASSERT_TRUE(ParseItemState(ToString(s), parsed)) << ToString(s);
+    EXPECT_EQ(parsed, s);
+  }
+  ItemState unused = ItemState::kUnprobed;
+  EXPECT_FALSE(ParseItemState("maybe", unused));
+}
+
+}  // namespace
+}  // namespace gpuctl

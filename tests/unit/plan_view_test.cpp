@@ -1,0 +1,93 @@
+#include "gpuctl/plan_view.h"
+
+#include <gtest/gtest.h>
+
+#include "cluster_builder.h"
+
+namespace gpuctl {
+namespace {
+
+using testing::MakeInventory;
+using testing::MakeNode;
+using testing::MakeStep;
+
+class PlanViewTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    inventory =
+        MakeInventory({MakeNode("master1", Role::kMaster), MakeNode("worker1", Role::kWorker)});
+    catalog = Catalog::FromSteps({MakeStep("os.sysctl", {Role::kMaster, Role::kWorker}),
+                                  MakeStep("gpu.driver", {Role::kWorker})});
+    plan = Plan::Build(inventory, catalog);
+    plan.Find("master1", "os.sysctl")->state = ItemState::kSatisfied;
+    plan.Find("worker1", "os.sysctl")->state = ItemState::kNeedsChange;
+    plan.Find("worker1", "os.sysctl")->observed = "net.ipv4.ip_forward=0 (want 1)\nmore";
+    plan.Find("worker1", "gpu.driver")->state = ItemState::kKnownAfterApply;
+  }
+  Inventory inventory;
+  Catalog catalog;
+  Plan plan;
+};
+
+TEST_F(PlanViewTest, TextShowsEachNodeItsItemsAndTheSummary) {
+  const std::string text = RenderPlanText(plan, inventory, {}, {});
+  EXPECT_NE(text.find("master1  "), std::string::npos) << text;
+  EXPECT_NE(text.find("  = os.sysctl"), std::string::npos) << text;
+  EXPECT_NE(
+      text.find("  ~ os.sysctl                      will change: net.ipv4.ip_forward=0 (want 1)\n"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  ? gpu.driver                     known after apply"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("Plan: 2 nodes: 1 to change, 1 ok, 1 known after apply\n"), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("\x1b["), std::string::npos) << "no colour unless asked";
+}
+
+TEST_F(PlanViewTest, TextCanHideSatisfiedItems) {
+  TextOptions options;
+  options.show_ok = false;
+  const std::string text = RenderPlanText(plan, inventory, {}, options);
+  EXPECT_EQ(text.find("= os.sysctl"), std::string::npos) << text;
+}
+
+TEST_F(PlanViewTest, UnreachableNodeIsSaidOnceWithItsError) {
+  for (auto id : plan.ItemsOf("worker1")) {
+    plan.items()[id].state = ItemState::kUnreachable;
+  }
+  const std::string text = RenderPlanText(plan, inventory, {{"worker1", "host key changed"}}, {});
+  EXPECT_NE(text.find("  ! host key changed\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("gpu.driver"), std::string::npos) << text;
+}
+
+TEST_F(PlanViewTest, JsonRoundTripsItemsAndHeader) {
+  PlanHeader header{"test", "inv.yaml", "aaaa", "bbbb", "2026-11-22T00:00:00Z"};
+  const auto doc = PlanToJson(plan, header, {});
+  EXPECT_EQ(doc["summary"]["to_change"], 1);
+  EXPECT_EQ(doc["items"].size(), plan.items().size());
+  const SavedPlan back = PlanFromJson(nlohmann::json::parse(doc.dump()), "plan.json");
+  EXPECT_EQ(back.header.inventory_digest, "aaaa");
+  EXPECT_EQ(back.header.catalog_digest, "bbbb");
+  ASSERT_EQ(back.plan.items().size(), plan.items().size());
+  for (std::size_t i = 0; i < plan.items().size(); ++i) {
+    EXPECT_EQ(back.plan.items()[i].state, plan.items()[i].state);
+    EXPECT_EQ(back.plan.items()[i].observed, plan.items()[i].observed);
+    EXPECT_EQ(back.plan.items()[i].digest, plan.items()[i].digest);
+  }
+}
+
+TEST_F(PlanViewTest, RejectsADocumentThatIsNotAPlan) {
+  EXPECT_THROW(PlanFromJson(nlohmann::json{{"format", "other"}}, "x.json"), LoadError);
+  auto doc = PlanToJson(plan, {}, {});
+  doc["items"][0]["state"] = "maybe";
+  try {
+    PlanFromJson(doc, "x.json");
+    FAIL() << "accepted an unknown state";
+  } catch (const LoadError& e) {
+    EXPECT_NE(std::string(e.what()).find("x.json: error: item 0: unknown state"), std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace gpuctl
