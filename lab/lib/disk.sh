@@ -235,6 +235,14 @@ EOF
   echo "%_dbpath /var/lib/rpm" | layer_write "$u" /etc/rpm/macros.gpuctl-lab
   opaque "$u" /var/lib/rpm
   opaque "$u" /var/cache/dnf
+  # Debian's rpm warns "should not be used directly ... use Alien instead" on
+  # every install unless given --force-debian; Rocky's rpm does not.
+  if [ -x /usr/bin/rpm ]; then
+    layer_dir "$u" /usr/lib/gpuctl-lab
+    cp /usr/bin/rpm "$u/usr/lib/gpuctl-lab/rpm.debian" # binary: not through layer_write
+    printf '#!/bin/sh\n# gpuctl-lab: Rocky'"'"'s rpm, without Debian'"'"'s "use Alien instead" warning.\nexec /usr/lib/gpuctl-lab/rpm.debian --force-debian "$@"\n' |
+      layer_write "$u" /usr/bin/rpm 755
+  fi
   for t in "${DEB_TOOLS[@]}"; do [ -e "$t" ] && whiteout "$u" "$t"; done
   return 0
 }
@@ -278,8 +286,12 @@ EOF
 }
 
 disk_systemd() {
-  local u=$1
+  local u=$1 f
   mask_units "$u"
+  # The apt hook (20packagekit) pokes PackageKit when its D-Bus service file
+  # exists; hidden, it stays quiet instead of printing "Unit is masked".
+  f=/usr/share/dbus-1/system-services/org.freedesktop.PackageKit.service
+  [ ! -e "$f" ] || whiteout "$u" "$f"
   layer_write "$u" /etc/systemd/journald.conf.d/gpuctl-lab.conf <<'EOF'
 [Journal]
 Storage=volatile

@@ -82,10 +82,10 @@ apply_faults() {
 
 # Faults the stand-ins understand; others are accepted with a warning, so a
 # stand-in can grow a fault before this list does.
-KNOWN_FAULTS="gpu-missing=N ib-down=DEVICE driver-load-fail"
+KNOWN_FAULTS="gpu-missing=N ib-down=DEVICE[:PORT] driver-load-fail kubelet-stall cni-stall"
 check_fault() {
   case $1 in
-    gpu-missing=[0-9]* | ib-down=mlx5_[0-9]* | driver-load-fail) ;;
+    gpu-missing=[0-9]* | ib-down=mlx5_[0-9]* | driver-load-fail | kubelet-stall | cni-stall) ;;
     *)
       [[ $1 =~ ^[a-z0-9-]+(=[A-Za-z0-9_.:-]+)?$ ]] || die "bad fault '$1' (known: $KNOWN_FAULTS)"
       warn "fault '$1' is not one the lab knows ($KNOWN_FAULTS); passing it on"

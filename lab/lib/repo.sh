@@ -4,7 +4,8 @@
 #   repo/deb   flat apt repository   (deb [trusted=yes] file:/srv/gpuctl-repo/deb ./)
 #   repo/rpm   createrepo_c repository (baseurl=file:///srv/gpuctl-repo/rpm)
 # Built by lab/build-repo.sh OUTDIR (the stand-ins' builder; GPUCTL_LAB_BUILD_REPO
-# overrides the script). Rebuilt only when the builder or lab/standins/ changed:
+# overrides the script). Rebuilt only when the builder, lab/mirror-debs.list or
+# lab/standins/ changed:
 # repo/.source-hash holds the hash of their content. Without a builder the lab
 # makes an empty repository, so apt and dnf still work.
 
@@ -16,6 +17,7 @@ repo_source_hash() {
   {
     echo "builder $builder"
     [ -f "$builder" ] && sha256sum "$builder"
+    [ -f "$LAB_ROOT/mirror-debs.list" ] && sha256sum "$LAB_ROOT/mirror-debs.list"
     if [ -d "$LAB_ROOT/standins" ]; then
       (cd "$LAB_ROOT" && find standins -type f -print0 | sort -z | xargs -0 -r sha256sum)
     fi
