@@ -40,10 +40,18 @@ nfs:
   exports:
     - path: /data/shared
   mounts:
-    - export_path: /data/shared
-      mount_point: /data/shared
-nodes:
+    - export: /data/shared
+      path: /data/shared
 EOF
+    if [ "$profile" = slurm ]; then
+      cat <<'EOF'
+slurm:
+  partitions:
+    - {name: a100, nodes: [worker1], default: true}
+    - {name: h100, nodes: [worker2]}
+EOF
+    fi
+    echo "nodes:"
     while IFS=$'\t' read -r name addr os roles model count _mem ib _faults; do
       printf '  - name: %s\n    address: %s\n    os: %s\n    roles: [%s]\n' \
         "$name" "$addr" "$os" "${roles//,/, }"
