@@ -123,11 +123,11 @@ class Lab {
   // Runs a command on a node through the real sshd, with the lab's key and
   // known_hosts and strict host-key checking.
   [[nodiscard]] Result Ssh(const std::string& node, const std::string& command) const {
-    return Shell("ssh -i " + Quote(Env("LAB_KEY")) + " -o UserKnownHostsFile=" +
-               Quote(Env("LAB_KNOWN_HOSTS")) +
-               " -o StrictHostKeyChecking=yes -o BatchMode=yes -o ConnectTimeout=5"
-               " -o LogLevel=ERROR root@" +
-               Node(node).address + " " + Quote(command));
+    return Shell("ssh -i " + Quote(Env("LAB_KEY")) +
+                 " -o UserKnownHostsFile=" + Quote(Env("LAB_KNOWN_HOSTS")) +
+                 " -o StrictHostKeyChecking=yes -o BatchMode=yes -o ConnectTimeout=5"
+                 " -o LogLevel=ERROR root@" +
+                 Node(node).address + " " + Quote(command));
   }
 
   [[nodiscard]] const LabNode& Node(const std::string& name) const {
@@ -259,20 +259,21 @@ TEST_F(LabTest, EachNodeServesItsOwnHostKeyListedInKnownHosts) {
 }
 
 TEST_F(LabTest, UbuntuNodeSeesOnlyTheLabAptRepository) {
-  const Result r = lab().Ssh("worker1",
-                             ". /etc/os-release; echo $ID $VERSION_ID; "
-                             "cat /etc/apt/sources.list.d/*; ls /etc/apt/sources.list 2>&1 | wc -l; "
-                             "command -v dnf || echo no-dnf");
+  const Result r =
+      lab().Ssh("worker1",
+                ". /etc/os-release; echo $ID $VERSION_ID; "
+                "cat /etc/apt/sources.list.d/*; ls /etc/apt/sources.list 2>&1 | wc -l; "
+                "command -v dnf || echo no-dnf");
   ASSERT_EQ(r.status, 0) << r.out;
-  EXPECT_EQ(r.out,
-            "ubuntu 22.04\ndeb [trusted=yes] file:/srv/gpuctl-repo/deb ./\n1\nno-dnf\n");
+  EXPECT_EQ(r.out, "ubuntu 22.04\ndeb [trusted=yes] file:/srv/gpuctl-repo/deb ./\n1\nno-dnf\n");
   EXPECT_EQ(lab().Ssh("worker1", "apt-get update -qq").status, 0);
 }
 
 TEST_F(LabTest, RockyNodeHasRockyReleaseAndABaseRpm) {
-  const Result r = lab().Ssh("worker2",
-                             ". /etc/os-release; echo $ID $VERSION_ID; cat /etc/dnf/vars/releasever; "
-                             "ls /etc/yum.repos.d; command -v apt-get || echo no-apt");
+  const Result r =
+      lab().Ssh("worker2",
+                ". /etc/os-release; echo $ID $VERSION_ID; cat /etc/dnf/vars/releasever; "
+                "ls /etc/yum.repos.d; command -v apt-get || echo no-apt");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_EQ(r.out, "rocky 9.4\n9\ngpuctl-lab.repo\nno-apt\n");
   if (!fs::exists(std::string(GPUCTL_SOURCE_DIR) + "/lab/build-repo.sh")) {
@@ -284,7 +285,8 @@ TEST_F(LabTest, RockyNodeHasRockyReleaseAndABaseRpm) {
 }
 
 TEST_F(LabTest, RebootIsRealAndKeepsTheDisk) {
-  const std::string before_id = Trim(lab().Ssh("worker1", "cat /proc/sys/kernel/random/boot_id").out);
+  const std::string before_id =
+      Trim(lab().Ssh("worker1", "cat /proc/sys/kernel/random/boot_id").out);
   ASSERT_FALSE(before_id.empty());
   ASSERT_EQ(lab().Ssh("worker1", "echo kept > /root/reboot-marker").status, 0);
   ASSERT_EQ(lab().Ssh("worker1", "setsid sleep 4242 </dev/null >/dev/null 2>&1 & echo started").out,
@@ -318,7 +320,8 @@ TEST_F(LabTest, StopKeepsANodeOffUntilStart) {
 
 TEST_F(LabTest, FaultEditsTheProfileOfARunningNode) {
   ASSERT_EQ(Shell(lab().Tool("fault worker1 gpu-missing=1 ib-down=mlx5_0")).status, 0);
-  const Result r = lab().Ssh("worker1", ". /etc/gpuctl-lab/profile.env; echo \"$FAULTS|$GPU_COUNT\"");
+  const Result r =
+      lab().Ssh("worker1", ". /etc/gpuctl-lab/profile.env; echo \"$FAULTS|$GPU_COUNT\"");
   EXPECT_EQ(r.out, "gpu-missing=1 ib-down=mlx5_0|8\n");
   ASSERT_EQ(Shell(lab().Tool("fault worker1 --clear")).status, 0);
   EXPECT_EQ(lab().Ssh("worker1", ". /etc/gpuctl-lab/profile.env; echo \"[$FAULTS]\"").out, "[]\n");
