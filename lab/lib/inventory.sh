@@ -1,7 +1,8 @@
 # shellcheck shell=bash
-# What `up` hands to gpuctl: state/inventory.yaml (schema:
-# include/gpuctl/inventory.h) and state/known_hosts (each node's own host
-# key, so gpuctl connects without trust-on-first-use).
+# What `up` hands to gpuctl and to people: state/inventory.yaml (schema:
+# docs/inventory.md), state/known_hosts (each node's own host key, so gpuctl
+# connects without trust-on-first-use) and state/ssh_config (`ssh -F
+# state/ssh_config worker1`).
 
 # known_hosts lines: "name,address ssh-ed25519 KEY".
 write_known_hosts() {
@@ -13,6 +14,19 @@ write_known_hosts() {
     done <"$LAB_TABLE"
   } >"$LAB_STATE/known_hosts.tmp"
   mv -f "$LAB_STATE/known_hosts.tmp" "$LAB_STATE/known_hosts"
+}
+
+write_ssh_config() {
+  local name addr
+  {
+    printf '# Written by gpuctl-lab up: ssh -F %s NODE\n' "$LAB_STATE/ssh_config"
+    while IFS=$'\t' read -r name addr _; do
+      printf 'Host %s\n  HostName %s\n' "$name" "$addr"
+    done <"$LAB_TABLE"
+    printf 'Host *\n  User root\n  IdentityFile %s\n  IdentitiesOnly yes\n' "$LAB_STATE/ssh/id_ed25519"
+    printf '  UserKnownHostsFile %s\n  StrictHostKeyChecking yes\n  BatchMode yes\n  ConnectTimeout 10\n' \
+      "$LAB_STATE/known_hosts"
+  } >"$LAB_STATE/ssh_config"
 }
 
 yaml_str() { printf '"%s"' "$1"; }

@@ -275,6 +275,7 @@ cmd_up() {
     printf '%s\n' "$N_OS" >"$LAB_NODES_DIR/$N_NAME/os"
   done <"$LAB_TABLE"
   write_known_hosts
+  write_ssh_config
   write_inventory "$profile"
   local t1 t2
   t1=$(now_ms)
@@ -288,7 +289,6 @@ cmd_up() {
     $(((t1 - t0) / 1000)) $(((t1 - t0) % 1000 / 100)) \
     $(((t2 - t1) / 1000)) $(((t2 - t1) % 1000 / 100)) $(((t2 - t0) / n)) >&2
   echo "$((t2 - t0))" >"$LAB_STATE/bringup_ms"
-  printf 'inventory:   %s\nssh:         gpuctl-lab%s ssh NODE   (key %s)\n' \
-    "$LAB_STATE/inventory.yaml" "$( [ "$LAB_NAME" = gpuctl ] || printf ' --name %s' "$LAB_NAME")" \
-    "$LAB_STATE/ssh/id_ed25519"
+  printf 'inventory:   %s\nssh:         ssh -F %s NODE\n' "$LAB_STATE/inventory.yaml" \
+    "$LAB_STATE/ssh_config"
 }
