@@ -44,89 +44,6 @@ RPM_TOOLS=(/usr/bin/dnf /usr/bin/dnf-3 /usr/bin/dnf4 /usr/bin/yum /usr/bin/rpm /
 DEB_TOOLS=(/usr/bin/apt /usr/bin/apt-get /usr/bin/apt-cache /usr/bin/apt-mark /usr/bin/apt-config
   /usr/bin/dpkg /usr/bin/dpkg-query /usr/bin/dpkg-deb /etc/debian_version /etc/apt)
 
-# Building a layer. Forks are what cost on a loaded 2-core machine, so the
-# helpers below only record directories, whiteouts, opaque marks and links;
-# layer_commit applies them in two processes: tar copies the host's mode and
-# owner onto every directory made, python3 makes whiteouts (char device 0:0),
-# opaque marks (xattr trusted.overlay.opaque=y) and symlinks.
-LAYER_DIRS=()
-LAYER_WHITEOUTS=()
-LAYER_OPAQUE=()
-LAYER_LINKS=()
-
-# layer_dir LAYER /abs/dir: creates the directory (and parents) in the layer.
-layer_dir() {
-  local l=$1 path=$2 p
-  [ -d "$l$path" ] || mkdir -p "$l$path"
-  p=$path
-  while [ -n "$p" ] && [ "$p" != / ]; do
-    LAYER_DIRS+=("${p#/}")
-    p=${p%/*}
-  done
-}
-
-# layer_write LAYER /abs/file [MODE]: writes stdin to the file in the layer.
-layer_write() {
-  local l=$1 path=$2 mode=${3:-} content=""
-  layer_dir "$l" "${path%/*}"
-  IFS= read -r -d '' content || true
-  printf '%s' "$content" >"$l$path"
-  [ -z "$mode" ] || chmod "$mode" "$l$path"
-}
-
-whiteout() {
-  layer_dir "$1" "${2%/*}"
-  LAYER_WHITEOUTS+=("$1$2")
-}
-
-# opaque LAYER /abs/dir: the node sees this directory empty of host files.
-opaque() {
-  layer_dir "$1" "$2"
-  LAYER_OPAQUE+=("$1$2")
-}
-
-# layer_link LAYER /abs/link TARGET
-layer_link() {
-  layer_dir "$1" "${2%/*}"
-  LAYER_LINKS+=("$1$2" "$3")
-}
-
-layer_commit() {
-  local l=$1 d
-  local -A seen=()
-  local dirs=()
-  for d in "${LAYER_DIRS[@]}"; do
-    [ -z "${seen[$d]:-}" ] && [ -d "/$d" ] && dirs+=("$d")
-    seen[$d]=1
-  done
-  if ((${#dirs[@]})); then
-    tar -C / --no-recursion -cf - "${dirs[@]}" | tar -C "$l" -xpf -
-  fi
-  /usr/bin/python3 - "${#LAYER_WHITEOUTS[@]}" "${LAYER_WHITEOUTS[@]}" \
-    "${#LAYER_OPAQUE[@]}" "${LAYER_OPAQUE[@]}" "${LAYER_LINKS[@]}" <<'EOF'
-import os, sys
-args = sys.argv[1:]
-n = int(args.pop(0))
-for path in args[:n]:
-    if os.path.lexists(path):
-        os.unlink(path)
-    os.mknod(path, 0o600 | 0o020000, os.makedev(0, 0))
-args = args[n:]
-n = int(args.pop(0))
-for path in args[:n]:
-    os.setxattr(path, "trusted.overlay.opaque", b"y")
-args = args[n:]
-for link, target in zip(args[0::2], args[1::2]):
-    if os.path.lexists(link):
-        os.unlink(link)
-    os.symlink(target, link)
-EOF
-  LAYER_DIRS=()
-  LAYER_WHITEOUTS=()
-  LAYER_OPAQUE=()
-  LAYER_LINKS=()
-}
-
 mask_units() {
   local u=$1 unit f keep k
   local units=("${MASK_UNITS[@]}")
@@ -389,13 +306,14 @@ dev_skeleton() {
   ln -s /proc/self/fd/2 "$s/stderr"
 }
 
-# Builds state/base-<os> for this lab (nodes off); kept while its inputs
-# (node table, lab key, this file, firstboot.sh, the host's enabled units)
-# are unchanged.
+# Builds state/base-<os> for this lab (nodes off); kept while its inputs (node
+# table, lab key, this file, layer.sh, firstboot.sh, the repository, the
+# host's enabled units) are unchanged.
 base_prepare() {
   local os=$1 b hash
   b=$LAB_STATE/base-$os
-  hash=$(cat "$LAB_TABLE" "$LAB_STATE/ssh/id_ed25519.pub" "$LAB_LIB/disk.sh" "$LAB_LIB/firstboot.sh" \
+  hash=$(cat "$LAB_TABLE" "$LAB_STATE/ssh/id_ed25519.pub" "$LAB_LIB/disk.sh" "$LAB_LIB/layer.sh" \
+    "$LAB_LIB/firstboot.sh" \
     "$LAB_REPO/.source-hash" <(echo "$os" /etc/systemd/system/*.wants/*) | sha256sum)
   [ -d "$b" ] && [ "$(read_file "$b.hash")" = "$hash" ] && return 0
   rm -rf --one-file-system "$b"
