@@ -1,0 +1,86 @@
+# shellcheck shell=bash
+# What `up` hands to gpuctl and to people: state/inventory.yaml (schema:
+# docs/inventory.md), state/known_hosts (each node's own host key, so gpuctl
+# connects without trust-on-first-use) and state/ssh_config (`ssh -F
+# state/ssh_config worker1`).
+
+# known_hosts lines: "name,address ssh-ed25519 KEY".
+write_known_hosts() {
+  local name addr key
+  {
+    while IFS=$'\t' read -r name addr _; do
+      key=$(cut -d' ' -f1-2 "$(node_dir "$name")/upper/etc/ssh/ssh_host_ed25519_key.pub")
+      printf '%s,%s %s\n' "$name" "$addr" "$key"
+    done <"$LAB_TABLE"
+  } >"$LAB_STATE/known_hosts.tmp"
+  mv -f "$LAB_STATE/known_hosts.tmp" "$LAB_STATE/known_hosts"
+}
+
+write_ssh_config() {
+  local name addr
+  {
+    printf '# Written by gpuctl-lab up: ssh -F %s NODE\n' "$LAB_STATE/ssh_config"
+    while IFS=$'\t' read -r name addr _; do
+      printf 'Host %s\n  HostName %s\n' "$name" "$addr"
+    done <"$LAB_TABLE"
+    printf 'Host *\n  User root\n  IdentityFile %s\n  IdentitiesOnly yes\n' "$LAB_STATE/ssh/id_ed25519"
+    printf '  UserKnownHostsFile %s\n  StrictHostKeyChecking yes\n  BatchMode yes\n  ConnectTimeout 10\n' \
+      "$LAB_STATE/known_hosts"
+  } >"$LAB_STATE/ssh_config"
+}
+
+yaml_str() { printf '"%s"' "$1"; }
+
+write_inventory() {
+  local profile=$1 name addr os roles model count _mem ib _faults port dev p nfs_server
+  nfs_server=$(awk -F'\t' '$4 ~ /(^|,)storage(,|$)/ { print $1; exit }' "$LAB_TABLE")
+  [ -n "$nfs_server" ] || nfs_server=$(awk -F'\t' '$4 ~ /(^|,)master(,|$)/ { print $1; exit }' "$LAB_TABLE")
+  {
+    cat <<EOF
+# Written by 'gpuctl-lab up' for lab "$LAB_NAME" (profile $profile) on $(date -u '+%F %T') UTC.
+# Rewritten on every 'up'. Nodes are namespaces on this machine: see docs/lab.md.
+cluster: $LAB_NAME
+EOF
+    [ "$profile" = slurm ] && echo "orchestrator: slurm"
+    cat <<EOF
+ssh:
+  user: root
+  identity_file: $LAB_STATE/ssh/id_ed25519
+  known_hosts: $LAB_STATE/known_hosts
+network:
+  subnet: $(lab_net).0/24
+nfs:
+  server: $nfs_server
+  exports:
+    - path: /data/shared
+  mounts:
+    - export: /data/shared
+      path: /data/shared
+EOF
+    if [ "$profile" = slurm ]; then
+      cat <<'EOF'
+slurm:
+  partitions:
+    - {name: a100, nodes: [worker1], default: true}
+    - {name: h100, nodes: [worker2]}
+EOF
+    fi
+    echo "nodes:"
+    while IFS=$'\t' read -r name addr os roles model count _mem ib _faults; do
+      printf '  - name: %s\n    address: %s\n    os: %s\n    roles: [%s]\n' \
+        "$name" "$addr" "$os" "${roles//,/, }"
+      [ "$model" = "-" ] && [ "$ib" = "-" ] && continue
+      printf '    hardware:\n'
+      [ "$model" != "-" ] && printf '      gpus:\n        model: %s\n        count: %s\n' \
+        "$(yaml_str "$model")" "$count"
+      if [ "$ib" != "-" ]; then
+        printf '      ib:\n'
+        for p in $ib; do
+          IFS=: read -r dev port rate _ <<<"$p"
+          printf '        - {device: %s, port: %s, rate: %s}\n' "$dev" "$port" "$rate"
+        done
+      fi
+    done <"$LAB_TABLE"
+  } >"$LAB_STATE/inventory.yaml.tmp"
+  mv -f "$LAB_STATE/inventory.yaml.tmp" "$LAB_STATE/inventory.yaml"
+}
