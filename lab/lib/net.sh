@@ -27,6 +27,13 @@ choose_subnet() {
 
 net_up_bridge() {
   local net=$1
+  # Guard: with a lab down, a client still dialling its addresses must get
+  # "unreachable" here, not send packets out of the host's default route.
+  # Each lab's connected /24 is more specific, so its own traffic is
+  # unaffected. Deliberately left in place by `down`.
+  if ! ip route show type unreachable 198.18.0.0/15 | grep -q .; then
+    ip route add unreachable 198.18.0.0/15
+  fi
   if ! ip link show "$LAB_BRIDGE" >/dev/null 2>&1; then
     ip link add "$LAB_BRIDGE" type bridge
   fi
