@@ -26,8 +26,11 @@ pkg_install() {
   case "$GPUCTL_OS_FAMILY" in
     debian)
       export DEBIAN_FRONTEND=noninteractive
-      apt-get install -y -q -o Dpkg::Options::=--force-confold "$@" ||
-        { apt-get update -q && apt-get install -y -q -o Dpkg::Options::=--force-confold "$@"; }
+      # Finish a dpkg run that was cut off (a lost connection, a reboot), and
+      # wait for another apt (unattended-upgrades) rather than fail on its lock.
+      dpkg --configure -a
+      set -- -y -q -o DPkg::Lock::Timeout=300 -o Dpkg::Options::=--force-confold install "$@"
+      apt-get "$@" || { apt-get update -q -o DPkg::Lock::Timeout=300 && apt-get "$@"; }
       ;;
     rhel) dnf -y -q install "$@" ;;
   esac

@@ -1,6 +1,11 @@
 // Lock: one apply at a time per node. mkdir is atomic on every filesystem, so
 // two runs racing for the same node cannot both win. The lock lives under
 // /var/lib (not /run) so it survives the reboots a run itself causes.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+
 #include <fmt/format.h>
 
 #include "gpuctl/phase.h"
@@ -46,7 +51,14 @@ class LockPhase : public Phase {
       if (connection == nullptr) {
         return;
       }
-      const CommandResult r = connection->Run(Script(kTakeScript));
+      CommandResult r = connection->Run(Script(kTakeScript, break_lock_));
+      if (r.exit_status == 1 && HolderIsGoneFromThisHost(r.out)) {
+        // Left by a run on this machine that has exited (it lost the node
+        // before it could unlock): no one else can be using it.
+        context.reporter.Note(
+            node.name, "taking over a lock left by a run that has exited (" + Flatten(r.out) + ")");
+        r = connection->Run(Script(kTakeScript, true));
+      }
       if (r.exit_status == 0) {
         std::lock_guard lock(mutex_);
         locked_.push_back(node.name);
@@ -73,20 +85,43 @@ class LockPhase : public Phase {
     }
     ParallelEach(locked.size(), context.options.concurrency, [&](std::size_t i) {
       if (Connection* connection = context.ConnectionTo(locked[i])) {
-        connection->Run(Script(kReleaseScript));
+        connection->Run(Script(kReleaseScript, false));
       }
     });
   }
 
  private:
-  [[nodiscard]] Command Script(const char* text) const {
+  [[nodiscard]] Command Script(const char* text, bool break_lock) const {
     Command c;
     c.script = text;
     c.env = {{"GPUCTL_RUN_ID", run_id_},
              {"GPUCTL_HOLDER", holder_},
-             {"GPUCTL_BREAK_LOCK", break_lock_ ? "1" : "0"}};
+             {"GPUCTL_BREAK_LOCK", break_lock ? "1" : "0"}};
     c.timeout = std::chrono::seconds(30);
     return c;
+  }
+
+  // The holder line reads "user=U host=H pid=P started=T". A lock from this
+  // host whose pid no longer exists is stale for certain; any other needs a
+  // person to say so (--break-lock).
+  static bool HolderIsGoneFromThisHost(const std::string& holder) {
+    const auto field = [&](const std::string& key) {
+      const auto at = holder.find(key + "=");
+      if (at == std::string::npos) {
+        return std::string();
+      }
+      const auto start = at + key.size() + 1;
+      return holder.substr(start, holder.find_first_of(" \n", start) - start);
+    };
+    char host[256] = {};
+    gethostname(host, sizeof(host) - 1);
+    const std::string pid_text = field("pid");
+    if (field("host") != host || pid_text.empty() ||
+        pid_text.find_first_not_of("0123456789") != std::string::npos) {
+      return false;
+    }
+    const auto pid = static_cast<pid_t>(std::stol(pid_text));
+    return pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH;
   }
 
   static std::string Flatten(std::string text) {

@@ -1,0 +1,228 @@
+// apply, check and plan against a lab (issue: apply and check): a fresh apply
+// converges, a second one sends no change, drift is planned, checked and
+// repaired, saved plans refuse drift, interrupted runs resume, locks refuse a
+// concurrent apply, and rolling reboots keep to their batch.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "support/lab_support.h"
+
+namespace gpuctl {
+namespace {
+
+using test::Lab;
+using test::PollUntil;
+using test::Quote;
+using test::ReadFile;
+using test::Result;
+using test::Shell;
+namespace fs = std::filesystem;
+
+class ApplyLabTest : public ::testing::Test {
+ protected:
+  // Each case gets its own lab (ctest runs cases as separate processes).
+  void SetUp() override {
+    if (const std::string why = test::MissingPrerequisite(); !why.empty()) GTEST_SKIP() << why;
+    lab_ = std::make_unique<Lab>("a" + std::to_string(getpid()));
+    std::string log;
+    ASSERT_TRUE(lab_->Up(&log, Shape())) << log;
+    runs_ = fs::path(lab_->Env("LAB_STATE")) / "test-runs";
+  }
+  void TearDown() override {
+    if (lab_ != nullptr) lab_->Down(/*purge=*/true);
+  }
+  virtual std::string Shape() const { return "--profile mixed"; }
+
+  // gpuctl with stdout+stderr; `args` may use {inv} for the lab's inventory.
+  Result Gpuctl(std::string args) const {
+    const std::string inv = Quote(lab_->Env("LAB_INVENTORY"));
+    for (auto pos = args.find("{inv}"); pos != std::string::npos; pos = args.find("{inv}")) {
+      args.replace(pos, 5, inv);
+    }
+    return Shell(std::string("NO_COLOR=1 ") + GPUCTL_BINARY + " " + args + " 2>&1 </dev/null");
+  }
+  std::string RunDir(const std::string& name) const { return (runs_ / name).string(); }
+
+  // Change commands a run sent, from its journal.
+  static int ChangesIn(const std::string& run_dir) {
+    std::ifstream in(fs::path(run_dir) / "journal.jsonl");
+    int changes = 0;
+    for (std::string line; std::getline(in, line);) {
+      const auto e = nlohmann::json::parse(line, nullptr, false);
+      if (!e.is_discarded() && e.value("event", "") == "start" &&
+          e.value("activity", "") == "change") {
+        ++changes;
+      }
+    }
+    return changes;
+  }
+
+  std::unique_ptr<Lab> lab_;
+  fs::path runs_;
+};
+
+TEST_F(ApplyLabTest, FreshApplyConvergesAndASecondApplySendsNoChange) {
+  const Result plan = Gpuctl("plan {inv}");
+  EXPECT_EQ(plan.status, 2) << plan.out;
+
+  const Result apply = Gpuctl("apply --yes {inv} --run-dir " + RunDir("first"));
+  ASSERT_EQ(apply.status, 0) << apply.out;
+  EXPECT_GT(ChangesIn(RunDir("first")), 10);
+
+  const Result check = Gpuctl("check {inv}");
+  EXPECT_EQ(check.status, 0) << check.out;
+  // Installed through gpuctl's transport into each family's real database.
+  EXPECT_EQ(lab_->Ssh("worker1", "dpkg-query -W -f='${Status}' nvidia-driver-550").out,
+            "install ok installed");
+  EXPECT_EQ(lab_->Ssh("worker2", "rpm -q --qf '%{NAME}' cuda-drivers-550").out, "cuda-drivers-550");
+
+  const Result again = Gpuctl("apply --yes {inv} --run-dir " + RunDir("second"));
+  EXPECT_EQ(again.status, 0) << again.out;
+  EXPECT_NE(again.out.find("No changes."), std::string::npos) << again.out;
+  EXPECT_EQ(ChangesIn(RunDir("second")), 0);
+  EXPECT_EQ(Gpuctl("plan {inv}").status, 0);
+}
+
+TEST_F(ApplyLabTest, DriftIsPlannedAsExactlyOneStepCheckedAndRepaired) {
+  ASSERT_EQ(Gpuctl("apply --yes {inv} --run-dir " + RunDir("first")).status, 0);
+  ASSERT_EQ(lab_->Ssh("worker1", "rm /etc/modprobe.d/blacklist-nouveau.conf").status, 0);
+
+  const Result plan = Gpuctl("--output json plan {inv}");
+  EXPECT_EQ(plan.status, 2) << plan.out;
+  const auto doc = nlohmann::json::parse(plan.out.substr(plan.out.find('{')), nullptr, false);
+  ASSERT_FALSE(doc.is_discarded()) << plan.out;
+  std::vector<std::string> changes;
+  for (const auto& item : doc["items"]) {
+    if (item["state"] != "ok")
+      changes.push_back(item["node"].get<std::string>() + " " + item["step"].get<std::string>());
+  }
+  EXPECT_EQ(changes, std::vector<std::string>{"worker1 gpu.nouveau-blacklist"});
+
+  const Result check = Gpuctl("check {inv}");
+  EXPECT_EQ(check.status, 2) << check.out;
+  EXPECT_NE(check.out.find("worker1: /etc/modprobe.d/blacklist-nouveau.conf is missing or differs "
+                           "(gpu.nouveau-blacklist)"),
+            std::string::npos)
+      << check.out;
+
+  const Result repair = Gpuctl("apply --yes {inv} --run-dir " + RunDir("repair"));
+  EXPECT_EQ(repair.status, 0) << repair.out;
+  EXPECT_EQ(ChangesIn(RunDir("repair")), 1);
+  EXPECT_EQ(Gpuctl("check {inv}").status, 0);
+}
+
+TEST_F(ApplyLabTest, SavedPlanIsRefusedAfterDriftAndNamesNodeAndStep) {
+  const std::string saved = RunDir("saved.json");
+  fs::create_directories(runs_);
+  ASSERT_EQ(Gpuctl("plan {inv} --out " + saved).status, 2);
+  // Someone fixes one thing by hand between plan and apply.
+  ASSERT_EQ(lab_->Ssh("master1",
+                      "printf 'overlay\\nbr_netfilter\\n' > /etc/modules-load.d/gpuctl-k8s.conf")
+                .status,
+            0);
+  const Result apply = Gpuctl("apply " + saved + " --run-dir " + RunDir("refused"));
+  EXPECT_EQ(apply.status, 1) << apply.out;
+  EXPECT_NE(apply.out.find("master1 os.modules: was change"), std::string::npos) << apply.out;
+  EXPECT_EQ(ChangesIn(RunDir("refused")), 0);
+}
+
+TEST_F(ApplyLabTest, AnApplyCutOffByALostNodeResumesAndConverges) {
+  // Start an apply, and once worker1 is mid-run, kill its sshd and every
+  // session: the run loses that node while the others go on.
+  const std::string first = RunDir("cut");
+  const std::string command = std::string(GPUCTL_BINARY) + " apply --yes " +
+                              Quote(lab_->Env("LAB_INVENTORY")) + " --run-dir " + first + " >" +
+                              first + ".log 2>&1";
+  fs::create_directories(runs_);
+  std::thread apply([&] { Shell(command); });
+  const bool started = PollUntil(std::chrono::seconds(120), [&] {
+    return ReadFile(fs::path(first) / "journal.jsonl")
+               .find("\"node\":\"worker1\",\"step\":\"os.sysctl\"") != std::string::npos;
+  });
+  EXPECT_TRUE(started);
+  Shell(lab_->Tool("exec worker1 pkill -KILL sshd") + " >/dev/null 2>&1");
+  apply.join();
+  const std::string log = ReadFile(first + ".log");
+  EXPECT_NE(log.find("worker1"), std::string::npos) << log;
+
+  // sshd comes back (systemd restarts it); a plain re-run continues.
+  ASSERT_TRUE(PollUntil(std::chrono::seconds(60),
+                        [&] { return lab_->Ssh("worker1", "true").status == 0; }));
+  const Result resume = Gpuctl("apply --yes {inv} --run-dir " + RunDir("resume"));
+  EXPECT_EQ(resume.status, 0) << log << "\n---\n" << resume.out;
+  EXPECT_EQ(Gpuctl("check {inv}").status, 0);
+}
+
+TEST_F(ApplyLabTest, ASecondApplyIsRefusedByTheNodeLocks) {
+  const std::string first = RunDir("holder");
+  fs::create_directories(runs_);
+  std::thread apply([&] {
+    Shell(std::string(GPUCTL_BINARY) + " apply --yes " + Quote(lab_->Env("LAB_INVENTORY")) +
+          " --run-dir " + first + " >/dev/null 2>&1");
+  });
+  // The first run holds the locks from its lock phase until it ends; its
+  // reboots keep it running for seconds after the probe phase starts.
+  const bool probing = PollUntil(std::chrono::seconds(120), [&] {
+    return ReadFile(fs::path(first) / "journal.jsonl").find("\"phase\":\"probe\"") !=
+           std::string::npos;
+  });
+  EXPECT_TRUE(probing);
+  const Result second = Gpuctl("apply --yes {inv} --run-dir " + RunDir("second"));
+  const bool first_still_running =
+      ReadFile(fs::path(first) / "journal.jsonl").find("back after reboot") == std::string::npos;
+  apply.join();
+  if (first_still_running) {
+    EXPECT_EQ(second.status, 1) << second.out;
+    EXPECT_NE(second.out.find("locked by another apply"), std::string::npos) << second.out;
+    EXPECT_EQ(ChangesIn(RunDir("second")), 0);
+  }
+  // The lock is released when the first run ends.
+  const Result after = Gpuctl("apply --yes {inv} --run-dir " + RunDir("after"));
+  EXPECT_EQ(after.status, 0) << after.out;
+}
+
+TEST_F(ApplyLabTest, AStaleLockNeedsBreakLock) {
+  ASSERT_EQ(lab_->Ssh("master1",
+                      "mkdir -p /var/lib/gpuctl/lock && echo 'run=crashed host=elsewhere' > "
+                      "/var/lib/gpuctl/lock/holder")
+                .status,
+            0);
+  const Result refused = Gpuctl("apply --yes {inv} --run-dir " + RunDir("refused"));
+  EXPECT_EQ(refused.status, 1) << refused.out;
+  EXPECT_NE(refused.out.find("run=crashed host=elsewhere"), std::string::npos) << refused.out;
+  EXPECT_NE(refused.out.find("--break-lock"), std::string::npos) << refused.out;
+  const Result broken = Gpuctl("apply --yes --break-lock {inv} --run-dir " + RunDir("broken"));
+  EXPECT_EQ(broken.status, 0) << broken.out;
+}
+
+class RollingRebootLabTest : public ApplyLabTest {
+ protected:
+  std::string Shape() const override { return "--nodes 5"; }
+};
+
+TEST_F(RollingRebootLabTest, NeverMoreThanOneBatchDown) {
+  const Result apply = Gpuctl("apply --yes --batch 2 {inv} --run-dir " + RunDir("rolling"));
+  ASSERT_EQ(apply.status, 0) << apply.out;
+  // Replay the journal: count nodes between "rebooting" and "back after reboot".
+  std::ifstream in(fs::path(RunDir("rolling")) / "journal.jsonl");
+  int down = 0;
+  int max_down = 0;
+  int reboots = 0;
+  for (std::string line; std::getline(in, line);) {
+    const auto e = nlohmann::json::parse(line, nullptr, false);
+    if (e.is_discarded() || e.value("event", "") != "note") continue;
+    if (e.value("message", "") == "rebooting") {
+      ++reboots;
+      max_down = std::max(max_down, ++down);
+    } else if (e.value("message", "") == "back after reboot") {
+      --down;
+    }
+  }
+  EXPECT_EQ(reboots, 4) << "every GPU worker rebooted once";
+  EXPECT_LE(max_down, 2);
+  EXPECT_GE(max_down, 1);
+}
+
+}  // namespace
+}  // namespace gpuctl
