@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "gpuctl/prober.h"
 
@@ -274,6 +275,7 @@ bool Executor::RebootAndVerify(const Node& node, std::vector<std::size_t>& await
       last_error = "node still up: the reboot has not happened yet";
     } catch (const TransportError& e) {
       last_error = e.what();
+      spdlog::debug("{}: waiting for the node after its reboot: {}", node.name, last_error);
       if (e.kind() == ConnectFailure::kHostKeyChanged || e.kind() == ConnectFailure::kAuth) {
         break;  // waiting will not fix this
       }

@@ -1,5 +1,7 @@
 // gpuctl's entry point: builds the command tree (one file per subcommand under
 // src/cli/) and maps outcomes to documented exit codes (docs/exit-codes.md).
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
@@ -17,6 +19,15 @@ int main(int argc, char** argv) {
   gpuctl::cli::SetApplyCommand(app, global, exit_code);
   gpuctl::cli::SetCheckCommand(app, global, exit_code);
   gpuctl::cli::SetLabCommand(app, exit_code);
+  // gpuctl's own diagnostics (connections, retries, lock decisions) go to
+  // stderr through spdlog; user-facing lines go through the Reporter. -vv
+  // turns them on, so a bug report can carry them.
+  app.parse_complete_callback([&global] {
+    auto logger = spdlog::stderr_logger_mt("gpuctl");
+    logger->set_pattern("%H:%M:%S.%e gpuctl[%t] %l: %v");
+    logger->set_level(global.verbosity >= 2 ? spdlog::level::debug : spdlog::level::warn);
+    spdlog::set_default_logger(logger);
+  });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -7,6 +7,7 @@
 #include <cerrno>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "gpuctl/phase.h"
 
@@ -59,6 +60,7 @@ class LockPhase : public Phase {
             node.name, "taking over a lock left by a run that has exited (" + Flatten(r.out) + ")");
         r = connection->Run(Script(kTakeScript, true));
       }
+      spdlog::debug("{}: lock script exited {}", node.name, r.exit_status);
       if (r.exit_status == 0) {
         std::lock_guard lock(mutex_);
         locked_.push_back(node.name);
