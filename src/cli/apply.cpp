@@ -161,7 +161,14 @@ int RunApply(const ApplyCliOptions& options, const GlobalOptions& global) {
     }
     std::cout << RenderPlanText(ctx.plan, ctx.inventory, ctx.NodeErrors(), text);
     if (!ctx.plan.Summarize().Pending()) {
-      std::cout << "\nNo changes. The cluster matches the inventory.\n";
+      if (ctx.NodeErrors().empty()) {
+        std::cout << "\nNo changes. The cluster matches the inventory.\n";
+      } else {
+        std::cout << fmt::format(
+            "\nNothing to change on the reachable nodes; {} node(s) failed "
+            "(above) and were not checked.\n",
+            ctx.NodeErrors().size());
+      }
       return false;
     }
     if (!ctx.NodeErrors().empty()) {
