@@ -7,8 +7,6 @@
 
 #include "cli/commands.h"
 #include "cli/inputs.h"
-#include "gpuctl/phase.h"
-#include "gpuctl/ssh_transport.h"
 
 namespace gpuctl::cli {
 namespace {
@@ -36,15 +34,7 @@ int RunCheck(const CheckOptions& options, const GlobalOptions& global) {
     return kExitError;
   }
   Plan plan = Plan::Build(inputs->inventory, inputs->catalog);
-  auto transport = MakeSshTransport();
-  LineReporter reporter(std::cerr, global.verbosity);
-  RunContext context(inputs->inventory, inputs->catalog, plan, *transport, reporter,
-                     {options.connect.concurrency, options.connect.trust_new_host_keys});
-  Pipeline pipeline;
-  pipeline.Add(MakeConnectPhase()).Add(MakeCheckPhase());
-  pipeline.Run(context);
-
-  const auto errors = context.NodeErrors();
+  const auto errors = RunReadOnly(*inputs, plan, MakeCheckPhase(), options.connect, global);
   nlohmann::json mismatches = nlohmann::json::array();
   std::size_t matched = 0;
   for (const auto& item : plan.items()) {

@@ -10,6 +10,7 @@
 
 #include "gpuctl/digest.h"
 #include "gpuctl/parallel.h"
+#include "gpuctl/ssh_transport.h"
 
 namespace gpuctl::cli {
 
@@ -52,6 +53,20 @@ void AddConnectOptions(CLI::App& cmd, ConnectOptions& options) {
   cmd.add_flag("--trust-new-host-keys", options.trust_new_host_keys,
                "Accept and record host keys of nodes not yet in known_hosts (first contact only; "
                "a changed key is always refused)");
+}
+
+std::map<std::string, std::string> RunReadOnly(const Inputs& inputs, Plan& plan,
+                                               std::unique_ptr<Phase> phase,
+                                               const ConnectOptions& connect,
+                                               const GlobalOptions& global) {
+  auto transport = MakeSshTransport();
+  LineReporter reporter(std::cerr, global.verbosity);
+  RunContext context(inputs.inventory, inputs.catalog, plan, *transport, reporter,
+                     {connect.concurrency, connect.trust_new_host_keys});
+  Pipeline pipeline;
+  pipeline.Add(MakeConnectPhase()).Add(std::move(phase));
+  pipeline.Run(context);
+  return context.NodeErrors();
 }
 
 }  // namespace gpuctl::cli

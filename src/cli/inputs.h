@@ -2,6 +2,8 @@
 // catalog, both validated, with every problem printed before giving up.
 #pragma once
 
+#include <map>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -9,6 +11,7 @@
 #include "cli/commands.h"
 #include "gpuctl/catalog.h"
 #include "gpuctl/inventory.h"
+#include "gpuctl/phase.h"
 #include "gpuctl/plan_view.h"
 
 namespace gpuctl::cli {
@@ -32,5 +35,12 @@ struct ConnectOptions {
   bool trust_new_host_keys = false;
 };
 void AddConnectOptions(CLI::App& cmd, ConnectOptions& options);
+
+// Connects to every node over SSH and runs one read-only phase (probe or
+// check) over `plan`; progress goes to stderr. Returns the nodes that failed.
+std::map<std::string, std::string> RunReadOnly(const Inputs& inputs, Plan& plan,
+                                               std::unique_ptr<Phase> phase,
+                                               const ConnectOptions& connect,
+                                               const GlobalOptions& global);
 
 }  // namespace gpuctl::cli

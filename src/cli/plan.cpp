@@ -6,8 +6,6 @@
 
 #include "cli/commands.h"
 #include "cli/inputs.h"
-#include "gpuctl/phase.h"
-#include "gpuctl/ssh_transport.h"
 
 namespace gpuctl::cli {
 
@@ -26,15 +24,7 @@ int RunPlan(const PlanOptions& options, const GlobalOptions& global) {
     return kExitError;
   }
   Plan plan = Plan::Build(inputs->inventory, inputs->catalog);
-  auto transport = MakeSshTransport();
-  LineReporter reporter(std::cerr, global.verbosity);
-  RunContext context(inputs->inventory, inputs->catalog, plan, *transport, reporter,
-                     {options.connect.concurrency, options.connect.trust_new_host_keys});
-  Pipeline pipeline;
-  pipeline.Add(MakeConnectPhase()).Add(MakeProbePhase());
-  pipeline.Run(context);
-
-  const auto errors = context.NodeErrors();
+  const auto errors = RunReadOnly(*inputs, plan, MakeProbePhase(), options.connect, global);
   const PlanHeader header = HeaderFor(*inputs);
   if (!options.out.empty()) {
     std::ofstream out(options.out);

@@ -1,5 +1,7 @@
-// Probe: what is already true on each node. Read-only by construction: this
-// phase only holds a Prober, which cannot reach a step's change scripts.
+// Probe and check: what is true on each node, read-only by construction: these
+// phases only hold a Prober, which cannot reach a step's change scripts. Probe
+// runs each step's probe (plan, apply); check runs its verification (check).
+// A node's items go in one batched command (probe_batch.h).
 #include "gpuctl/phase.h"
 #include "gpuctl/prober.h"
 
@@ -8,7 +10,11 @@ namespace {
 
 class ProbePhase : public Phase {
  public:
-  [[nodiscard]] std::string Title() const override { return "probe"; }
+  explicit ProbePhase(Activity activity) : activity_(activity) {}
+
+  [[nodiscard]] std::string Title() const override {
+    return activity_ == Activity::kCheck ? "check" : "probe";
+  }
 
   void Run(RunContext& context) override {
     const auto nodes = context.HealthyNodes();
@@ -17,7 +23,7 @@ class ProbePhase : public Phase {
   }
 
  private:
-  static void ProbeNode(RunContext& context, const Node& node) {
+  void ProbeNode(RunContext& context, const Node& node) const {
     Connection* connection = context.ConnectionTo(node.name);
     if (connection == nullptr) {
       return;
@@ -28,32 +34,24 @@ class ProbePhase : public Phase {
       PlanItem& item = context.plan.items()[id];
       targets.push_back({context.catalog.Find(item.step), &item});
     }
-    prober.RunAll(targets, Activity::kProbe);
+    prober.RunAll(targets, activity_);
     for (const auto& t : targets) {
+      // RunAll marks every item after a lost connection unreachable.
       if (t.item->state == ItemState::kUnreachable) {
         context.FailNode(node.name, t.item->detail);
         context.reporter.NodeFailed(node.name, t.item->detail);
-        MarkRestUnreachable(context, node.name, t.item->detail);
         return;
       }
       context.reporter.ItemUpdated(*t.item);
     }
   }
 
-  static void MarkRestUnreachable(RunContext& context, const std::string& node,
-                                  const std::string& why) {
-    for (const std::size_t id : context.plan.ItemsOf(node)) {
-      PlanItem& item = context.plan.items()[id];
-      if (item.state == ItemState::kUnprobed) {
-        item.state = ItemState::kUnreachable;
-        item.detail = why;
-      }
-    }
-  }
+  Activity activity_;
 };
 
 }  // namespace
 
-std::unique_ptr<Phase> MakeProbePhase() { return std::make_unique<ProbePhase>(); }
+std::unique_ptr<Phase> MakeProbePhase() { return std::make_unique<ProbePhase>(Activity::kProbe); }
+std::unique_ptr<Phase> MakeCheckPhase() { return std::make_unique<ProbePhase>(Activity::kCheck); }
 
 }  // namespace gpuctl
