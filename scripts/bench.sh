@@ -47,7 +47,8 @@ STEP
 measure() {
   local out=$work/time.txt
   /usr/bin/time -f '%e %M' -o "$out" "$@" >/dev/null 2>&1 || true
-  awk '{ printf "%6.2f s %7.1f MiB", $1, $2 / 1024 }' "$out"
+  # GNU time puts "Command exited with non-zero status N" first when it does.
+  tail -n 1 "$out" | awk '{ printf "%6.2f s %7.1f MiB", $1, $2 / 1024 }'
 }
 
 printf '\n%-6s %-40s %s\n' nodes tool "wall / peak RSS"
