@@ -1,0 +1,78 @@
+// A secret that a node echoes back (a join token in kubeadm's output, say)
+// must not reach the plan, the journal or the terminal lines.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "cluster_builder.h"
+#include "gpuctl/executor.h"
+#include "gpuctl/fake_transport.h"
+#include "gpuctl/journal.h"
+#include "gpuctl/phase.h"
+#include "gpuctl/plan_view.h"
+
+namespace gpuctl {
+namespace {
+
+using testing::MakeInventory;
+using testing::MakeNode;
+using testing::MakeStep;
+
+TEST(RedactionFlow, SecretsNeverReachPlanJournalOrTerminal) {
+  const std::string secret = "abcdef.0123456789abcdef";
+  Inventory inventory = MakeInventory({MakeNode("master1", Role::kMaster)});
+  Catalog catalog = Catalog::FromSteps({MakeStep("k8s.token", {Role::kMaster})});
+  FakeTransport transport;
+  // The probe reports the token; the change prints it and then fails with it.
+  transport.When("*", "probe k8s.token", kProbeNeedsChange, "token " + secret + " expired\n");
+  transport.AddHandler([&](const std::string&, const Command& c) -> std::optional<CommandResult> {
+    if (c.script != "apt change k8s.token") return std::nullopt;
+    CommandResult r;
+    r.exit_status = 1;
+    r.out = "kubeadm join 198.18.0.10:6443 --token " + secret + "\n";
+    r.err = "error: token " + secret + " refused\n";
+    return r;
+  });
+
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("gpuctl-redact-" + std::to_string(getpid()));
+  std::ostringstream terminal;
+  {
+    Journal journal(dir.string());
+    LineReporter lines(terminal, /*verbosity=*/1);
+    TeeReporter reporter;
+    reporter.Add(&journal);
+    reporter.Add(&lines);
+    Plan plan = Plan::Build(inventory, catalog);
+    RunContext context(inventory, catalog, plan, transport, reporter);
+    context.redactor.Add(secret);
+    bool proceeded = false;
+    Pipeline pipeline;
+    pipeline.Add(MakeConnectPhase())
+        .Add(MakeProbePhase())
+        .Add(MakeApplyPhase(
+            {}, [](RunContext&) { return true; }, proceeded));
+    pipeline.Run(context);
+    EXPECT_EQ(plan.Find("master1", "k8s.token")->state, ItemState::kFailed);
+
+    const std::string saved = PlanToJson(plan, {}, context.NodeErrors()).dump();
+    EXPECT_EQ(saved.find(secret), std::string::npos) << saved;
+    EXPECT_NE(saved.find("<redacted>"), std::string::npos) << saved;
+    for (const auto& [node, error] : context.NodeErrors()) {
+      EXPECT_EQ(error.find(secret), std::string::npos) << error;
+    }
+  }
+  std::ifstream in(dir / "journal.jsonl");
+  std::stringstream journal_text;
+  journal_text << in.rdbuf();
+  EXPECT_FALSE(journal_text.str().empty());
+  EXPECT_EQ(journal_text.str().find(secret), std::string::npos) << journal_text.str();
+  EXPECT_EQ(terminal.str().find(secret), std::string::npos) << terminal.str();
+  EXPECT_NE(terminal.str().find("<redacted>"), std::string::npos) << terminal.str();
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace gpuctl
