@@ -41,8 +41,12 @@ step "gpuctl apply --yes, again (a converged cluster: nothing to change)"
 run apply-again apply --yes "$inventory" --run-dir "$logs/apply-2"
 
 step "summary"
-cat "$logs/exit-codes.txt"
-grep -h '^Plan:\|^Check:\|^No changes' "$logs"/*.txt || true
+# One line per stage: its exit status and the last summary line it printed.
+for label in plan apply check apply-again; do
+  rc=$(sed -n "s/^$label exit=//p" "$logs/exit-codes.txt")
+  said=$(grep -h '^Plan:\|^Check:\|^No changes' "$logs/$label.txt" | tail -n 1)
+  printf '%-12s exit %-3s %s\n' "$label" "$rc" "$said"
+done
 cat <<MSG
 
 Results:   $logs/  (plan.txt, plan.json, apply.txt, check.txt, apply-again.txt)
