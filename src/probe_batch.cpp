@@ -1,5 +1,7 @@
 #include "gpuctl/probe_batch.h"
 
+#include "gpuctl/shell_quote.h"
+
 #include <random>
 
 #include <fmt/format.h>
@@ -56,18 +58,6 @@ std::map<std::size_t, Section> Sections(const std::string& stream, const std::st
 }
 
 }  // namespace
-
-std::string ShellQuote(const std::string& value) {
-  std::string out = "'";
-  for (const char c : value) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
 
 std::string MakeNonce() {
   std::random_device device;

@@ -185,18 +185,6 @@ Ending Pump(ssh_session session, ssh_channel channel, const std::string& input,
 
 }  // namespace
 
-std::string ShellQuote(const std::string& text) {
-  std::string quoted = "'";
-  for (char c : text) {
-    if (c == '\'') {
-      quoted += "'\\''";
-    } else {
-      quoted += c;
-    }
-  }
-  return quoted + "'";
-}
-
 CommandResult RunOnChannel(ssh_session session, const Endpoint& endpoint, const Command& command,
                            bool& session_lost) {
   const auto start = Clock::now();

@@ -8,12 +8,13 @@
 
 #include <string>
 
+#include "gpuctl/shell_quote.h"
+
 #include "gpuctl/transport.h"
 
 namespace gpuctl::ssh {
 
-// POSIX single-quoting: the result is one shell word whatever `text` holds.
-std::string ShellQuote(const std::string& text);
+using gpuctl::ShellQuote;
 
 // Runs `command` on a new channel of `session` and closes the channel. Sets
 // `session_lost` (and returns exit_status -1 with the reason in err) when the

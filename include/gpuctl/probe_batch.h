@@ -45,7 +45,4 @@ void AppendBatchResult(const std::string& nonce, std::size_t id, const CommandRe
 // A marker nonce unlikely to appear in any probe's output.
 std::string MakeNonce();
 
-// `NAME='value'` with the value safely single-quoted for sh.
-std::string ShellQuote(const std::string& value);
-
 }  // namespace gpuctl

@@ -1,4 +1,5 @@
 #include "gpuctl/probe_batch.h"
+#include "gpuctl/shell_quote.h"
 
 #include <gtest/gtest.h>
 
