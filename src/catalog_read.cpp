@@ -248,3 +248,9 @@ void ReadPlaybook(yaml::Source& source, const YAML::Node& root, std::vector<Step
 }
 
 }  // namespace gpuctl::detail
+
+namespace gpuctl {
+
+std::string_view ToString(StepCondition condition) { return detail::ConditionName(condition); }
+
+}  // namespace gpuctl

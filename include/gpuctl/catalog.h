@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gpuctl/diagnostic.h"
@@ -41,6 +42,9 @@ enum class StepCondition {
   kSlurm,       // orchestrator: slurm
   kDocker,      // policy.docker
 };
+
+// The name a playbook's `when` uses for a condition ("has_gpus").
+std::string_view ToString(StepCondition condition);
 
 struct Step {
   std::string id;  // "gpu.driver"

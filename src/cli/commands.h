@@ -24,6 +24,7 @@ void SetValidateCommand(CLI::App& app, const GlobalOptions& global, int& exit_co
 void SetPlanCommand(CLI::App& app, const GlobalOptions& global, int& exit_code);
 void SetApplyCommand(CLI::App& app, const GlobalOptions& global, int& exit_code);
 void SetCheckCommand(CLI::App& app, const GlobalOptions& global, int& exit_code);
+void SetCatalogCommand(CLI::App& app, const GlobalOptions& global, int& exit_code);
 void SetLabCommand(CLI::App& app, int& exit_code);
 
 }  // namespace gpuctl::cli

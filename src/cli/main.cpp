@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   gpuctl::cli::SetPlanCommand(app, global, exit_code);
   gpuctl::cli::SetApplyCommand(app, global, exit_code);
   gpuctl::cli::SetCheckCommand(app, global, exit_code);
+  gpuctl::cli::SetCatalogCommand(app, global, exit_code);
   gpuctl::cli::SetLabCommand(app, exit_code);
   // gpuctl's own diagnostics (connections, retries, lock decisions) go to
   // stderr through spdlog; user-facing lines go through the Reporter. -vv

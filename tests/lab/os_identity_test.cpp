@@ -1,0 +1,119 @@
+// The OS identity steps (playbooks/05-os-identity.yaml) on real nodes of both
+// families: hostname, the /etc/hosts block and the default target converge
+// from a node set up wrong, keep what the admin wrote outside gpuctl's
+// block, and a second apply sends nothing.
+#include <algorithm>
+
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "support/lab_support.h"
+
+namespace gpuctl {
+namespace {
+
+using test::Lab;
+using test::Quote;
+using test::Result;
+using test::Shell;
+using test::Trim;
+namespace fs = std::filesystem;
+
+// worker1 is Ubuntu (apt) and worker2 Rocky (dnf) in `--profile mixed`.
+const std::vector<std::string> kNodesChecked = {"worker1", "worker2"};
+constexpr const char* kAdminLine = "192.0.2.7 admin-added.example admin-added";
+
+class OsIdentityLabTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (const std::string why = test::MissingPrerequisite(); !why.empty()) GTEST_SKIP() << why;
+    lab_ = std::make_unique<Lab>(fmt::format("o{}", getpid()));
+    std::string log;
+    ASSERT_TRUE(lab_->Up(&log, "--profile mixed")) << log;
+    runs_ = fs::path(lab_->Env("LAB_STATE")) / "test-runs";
+  }
+  void TearDown() override {
+    if (lab_ != nullptr) lab_->Down(/*purge=*/true);
+  }
+
+  Result Gpuctl(const std::string& args) const {
+    return Shell(std::string("NO_COLOR=1 ") + GPUCTL_BINARY + " " + args + " " +
+                 Quote(lab_->Env("LAB_INVENTORY")) + " 2>&1 </dev/null");
+  }
+  std::string RunDir(const std::string& name) const { return (runs_ / name).string(); }
+
+  // Change commands a run sent, from its journal (as apply_test.cpp counts).
+  static int ChangesIn(const std::string& run_dir) {
+    std::ifstream in(fs::path(run_dir) / "journal.jsonl");
+    int changes = 0;
+    for (std::string line; std::getline(in, line);) {
+      const auto e = nlohmann::json::parse(line, nullptr, false);
+      if (!e.is_discarded() && e.value("event", "") == "start" &&
+          e.value("activity", "") == "change") {
+        ++changes;
+      }
+    }
+    return changes;
+  }
+
+  // The lines between gpuctl's markers in a node's /etc/hosts.
+  std::vector<std::string> Block(const std::string& node) const {
+    const Result r = lab_->Ssh(node, "sed -n '/^# BEGIN gpuctl$/,/^# END gpuctl$/p' /etc/hosts");
+    std::vector<std::string> lines;
+    std::istringstream in(r.out);
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("# ", 0) != 0) lines.push_back(line);
+    }
+    return lines;
+  }
+
+  std::unique_ptr<Lab> lab_;
+  fs::path runs_;
+};
+
+TEST_F(OsIdentityLabTest, ApplySetsHostnameHostsBlockAndTargetOnBothFamilies) {
+  // Start each checked node wrong in all three ways, with a line of the
+  // admin's own in /etc/hosts that apply must keep.
+  for (const std::string& node : kNodesChecked) {
+    ASSERT_EQ(lab_->Ssh(node, "hostname wrong-name && echo wrong-name > /etc/hostname").status, 0)
+        << node;
+    ASSERT_EQ(lab_->Ssh(node, std::string("echo ") + Quote(kAdminLine) + " >> /etc/hosts").status,
+              0)
+        << node;
+    ASSERT_EQ(lab_->Ssh(node, "systemctl set-default graphical.target").status, 0) << node;
+  }
+
+  const Result apply = Gpuctl("apply --yes --run-dir " + RunDir("first"));
+  ASSERT_EQ(apply.status, 0) << apply.out;
+  // At least the three identity steps on each node set up wrong.
+  EXPECT_GE(ChangesIn(RunDir("first")), 6) << apply.out;
+
+  for (const std::string& node : kNodesChecked) {
+    SCOPED_TRACE(node + " (" + lab_->Node(node).os + ")");
+    EXPECT_EQ(Trim(lab_->Ssh(node, "uname -n").out), node);
+    EXPECT_EQ(Trim(lab_->Ssh(node, "cat /etc/hostname").out), node);
+    EXPECT_EQ(Trim(lab_->Ssh(node, "systemctl get-default").out), "multi-user.target");
+
+    const std::vector<std::string> block = Block(node);
+    for (const test::LabNode& other : lab_->nodes()) {
+      const std::string line = other.address + " " + other.name;
+      EXPECT_NE(std::find(block.begin(), block.end(), line), block.end())
+          << "missing from the gpuctl block: " << line;
+    }
+    // The admin's line is kept, outside the block, exactly once.
+    EXPECT_EQ(std::find(block.begin(), block.end(), kAdminLine), block.end());
+    EXPECT_EQ(
+        Trim(lab_->Ssh(node, std::string("grep -cxF ") + Quote(kAdminLine) + " /etc/hosts").out),
+        "1");
+    EXPECT_EQ(Trim(lab_->Ssh(node, "grep -c '^# BEGIN gpuctl$' /etc/hosts").out), "1");
+  }
+
+  const Result again = Gpuctl("apply --yes --run-dir " + RunDir("second"));
+  EXPECT_EQ(again.status, 0) << again.out;
+  EXPECT_EQ(ChangesIn(RunDir("second")), 0) << again.out;
+}
+
+}  // namespace
+}  // namespace gpuctl
