@@ -11,6 +11,7 @@
 namespace gpuctl {
 namespace {
 
+using test::ChangesIn;
 using test::Lab;
 using test::PollUntil;
 using test::Quote;
@@ -43,20 +44,6 @@ class ApplyLabTest : public ::testing::Test {
     return Shell(std::string("NO_COLOR=1 ") + GPUCTL_BINARY + " " + args + " 2>&1 </dev/null");
   }
   std::string RunDir(const std::string& name) const { return (runs_ / name).string(); }
-
-  // Change commands a run sent, from its journal.
-  static int ChangesIn(const std::string& run_dir) {
-    std::ifstream in(fs::path(run_dir) / "journal.jsonl");
-    int changes = 0;
-    for (std::string line; std::getline(in, line);) {
-      const auto e = nlohmann::json::parse(line, nullptr, false);
-      if (!e.is_discarded() && e.value("event", "") == "start" &&
-          e.value("activity", "") == "change") {
-        ++changes;
-      }
-    }
-    return changes;
-  }
 
   std::unique_ptr<Lab> lab_;
   fs::path runs_;

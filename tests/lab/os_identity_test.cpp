@@ -14,6 +14,7 @@
 namespace gpuctl {
 namespace {
 
+using test::ChangesIn;
 using test::Lab;
 using test::Quote;
 using test::Result;
@@ -43,20 +44,6 @@ class OsIdentityLabTest : public ::testing::Test {
                  Quote(lab_->Env("LAB_INVENTORY")) + " 2>&1 </dev/null");
   }
   std::string RunDir(const std::string& name) const { return (runs_ / name).string(); }
-
-  // Change commands a run sent, from its journal (as apply_test.cpp counts).
-  static int ChangesIn(const std::string& run_dir) {
-    std::ifstream in(fs::path(run_dir) / "journal.jsonl");
-    int changes = 0;
-    for (std::string line; std::getline(in, line);) {
-      const auto e = nlohmann::json::parse(line, nullptr, false);
-      if (!e.is_discarded() && e.value("event", "") == "start" &&
-          e.value("activity", "") == "change") {
-        ++changes;
-      }
-    }
-    return changes;
-  }
 
   // The lines between gpuctl's markers in a node's /etc/hosts.
   std::vector<std::string> Block(const std::string& node) const {

@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace gpuctl::test {
 
 namespace fs = std::filesystem;
@@ -153,6 +155,20 @@ inline std::string MissingPrerequisite() {
     return "systemd or sshd missing: run scripts/install-deps.sh lab";
   }
   return "";
+}
+
+// Change commands a run sent, from the journal in its run directory.
+inline int ChangesIn(const std::string& run_dir) {
+  std::ifstream in(std::filesystem::path(run_dir) / "journal.jsonl");
+  int changes = 0;
+  for (std::string line; std::getline(in, line);) {
+    const auto e = nlohmann::json::parse(line, nullptr, false);
+    if (!e.is_discarded() && e.value("event", "") == "start" &&
+        e.value("activity", "") == "change") {
+      ++changes;
+    }
+  }
+  return changes;
 }
 
 }  // namespace gpuctl::test
