@@ -1,0 +1,149 @@
+// StepHarness: runs one shipped step's probe, verify or change script on this
+// machine, the way gpuctl sends it to a node (the prelude first, the step's
+// parameters as GPUCTL_<NAME>), but with the node's tools replaced by stubs.
+//
+// A stub is a small sh script placed first on PATH: it can print a real output
+// sample from tests/fixtures/ (nvidia-smi, ibstat, kubectl, sinfo ...) and exit
+// with a chosen status. So a unit test asserts what a probe concludes from a
+// real tool's output, without a node. Paths the script reads on the node
+// (/etc/...) are not redirected: steps that only compare files are covered by
+// the lab tests instead.
+#pragma once
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+#include "gpuctl/catalog.h"
+#include "gpuctl/diagnostic.h"
+#include "gpuctl/inventory.h"
+#include "gpuctl/params.h"
+#include "gpuctl/prober.h"
+
+namespace gpuctl::testing {
+
+struct StepRun {
+  int status = -1;
+  std::string out;  // stdout, then stderr
+};
+
+class StepHarness {
+ public:
+  // `inventory_yaml` is an inventory's text; the shipped catalog is loaded
+  // from the source tree's playbooks/.
+  explicit StepHarness(const std::string& inventory_yaml) {
+    Diagnostics diagnostics;
+    auto catalog = Catalog::Load(GPUCTL_PLAYBOOK_DIR, diagnostics);
+    auto inventory = ParseInventory(inventory_yaml, "harness.yaml", diagnostics);
+    if (!catalog || !inventory || diagnostics.HasErrors()) {
+      throw std::runtime_error("harness inputs do not load");
+    }
+    catalog_ = std::move(*catalog);
+    inventory_ = std::move(*inventory);
+    char pattern[] = "/tmp/gpuctl-step-harness-XXXXXX";
+    if (mkdtemp(pattern) == nullptr) throw std::runtime_error("mkdtemp failed");
+    dir_ = pattern;
+    std::filesystem::create_directories(dir_ / "bin");
+  }
+  ~StepHarness() {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+  StepHarness(const StepHarness&) = delete;
+  StepHarness& operator=(const StepHarness&) = delete;
+
+  // Puts `command` on PATH, running `body` (sh) with the caller's arguments.
+  void Stub(const std::string& command, const std::string& body) {
+    const auto path = dir_ / "bin" / command;
+    std::ofstream(path) << "#!/bin/sh\n" << body << "\n";
+    std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+  }
+  // A stub that prints a fixture file (path under tests/fixtures/) and exits
+  // with `status`, whatever its arguments.
+  void StubFixture(const std::string& command, const std::string& fixture, int status = 0) {
+    Stub(command, "cat '" + Fixture(fixture) + "'\nexit " + std::to_string(status));
+  }
+  // A stub that prints `text` and exits with `status`.
+  void StubOutput(const std::string& command, const std::string& text, int status = 0) {
+    const auto file = dir_ / ("out-" + command);
+    std::ofstream(file) << text;
+    Stub(command, "cat '" + file.string() + "'\nexit " + std::to_string(status));
+  }
+  // Copies a shared stub from tests/support/stubs/ (e.g. nvidia-smi, which
+  // answers queries from a real capture; see the stub's header).
+  void UseStub(const std::string& command) {
+    const auto to = dir_ / "bin" / command;
+    std::filesystem::copy_file(std::string(GPUCTL_FIXTURES_DIR) + "/../support/stubs/" + command,
+                               to, std::filesystem::copy_options::overwrite_existing);
+    std::filesystem::permissions(to, std::filesystem::perms::owner_all);
+  }
+  // Extra environment for the script (as the node's own environment would be).
+  void SetEnv(const std::string& name, const std::string& value) { extra_env_[name] = value; }
+
+  static std::string Fixture(const std::string& relative) {
+    return std::string(GPUCTL_FIXTURES_DIR) + "/" + relative;
+  }
+
+  StepRun Probe(const std::string& step, const std::string& node) {
+    return RunScript(Get(step).probe, step, node);
+  }
+  StepRun Verify(const std::string& step, const std::string& node) {
+    const Step& s = Get(step);
+    return RunScript(s.verify.empty() ? s.probe : s.verify, step, node);
+  }
+
+  [[nodiscard]] const Catalog& catalog() const { return catalog_; }
+  [[nodiscard]] const Inventory& inventory() const { return inventory_; }
+  [[nodiscard]] const std::filesystem::path& dir() const { return dir_; }
+
+ private:
+  const Step& Get(const std::string& id) const {
+    const Step* step = catalog_.Find(id);
+    if (step == nullptr) throw std::runtime_error("no step " + id);
+    return *step;
+  }
+
+  StepRun RunScript(const std::string& script, const std::string& step_id,
+                    const std::string& node_name) {
+    const Node* node = inventory_.Find(node_name);
+    if (node == nullptr) throw std::runtime_error("no node " + node_name);
+    const auto script_path = dir_ / "script.sh";
+    std::ofstream(script_path) << WithPrelude(catalog_.prelude(), script);
+    std::string env =
+        "env -i HOME=" + dir_.string() + " PATH=" + (dir_ / "bin").string() +
+        ":/usr/sbin:/usr/bin:/sbin:/bin GPUCTL_OS_FAMILY=" + ToString(node->os.family);
+    auto values = StepEnvironment(Get(step_id).params, inventory_, *node);
+    for (const auto& [k, v] : extra_env_) values[k] = v;
+    for (const auto& [k, v] : values) env += " " + k + "=" + Quote(v);
+    StepRun run;
+    FILE* pipe = popen((env + " sh " + Quote(script_path.string()) + " 2>&1").c_str(), "r");
+    if (pipe == nullptr) return run;
+    char buffer[4096];
+    std::size_t n = 0;
+    while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) run.out.append(buffer, n);
+    const int raw = pclose(pipe);
+    run.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+    return run;
+  }
+
+  static std::string Quote(const std::string& s) {
+    std::string q = "'";
+    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+  }
+
+  Catalog catalog_;
+  Inventory inventory_;
+  std::filesystem::path dir_;
+  std::map<std::string, std::string> extra_env_;
+};
+
+}  // namespace gpuctl::testing
