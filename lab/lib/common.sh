@@ -9,7 +9,9 @@
 #   netns        gl-<name>-<node>
 #   veth (host)  gv<hash6>-<index>         (attached to the bridge)
 #   cgroup       <cgroup2>/gpuctl-lab/<name>/<node>
-#   state        /var/lib/gpuctl-lab/<name>  (or --state / GPUCTL_LAB_STATE)
+#   state        /var/lib/gpuctl-lab/<name>  (or --state / GPUCTL_LAB_STATE;
+#                GPUCTL_LAB_HOME replaces /var/lib/gpuctl-lab for every lab and
+#                the repository, so two checkouts never share a repository)
 
 log() { printf 'gpuctl-lab: %s\n' "$*" >&2; }
 warn() { printf 'gpuctl-lab: warning: %s\n' "$*" >&2; }
@@ -40,7 +42,7 @@ lab_names() {
   fi
   LAB_VETH_PREFIX="gv$LAB_HASH-"
   LAB_NETNS_PREFIX="gl-$LAB_NAME-"
-  LAB_STATE=${LAB_STATE:-${GPUCTL_LAB_STATE:-/var/lib/gpuctl-lab/$LAB_NAME}}
+  LAB_STATE=${LAB_STATE:-${GPUCTL_LAB_STATE:-${GPUCTL_LAB_HOME:-/var/lib/gpuctl-lab}/$LAB_NAME}}
   LAB_STATE=$(realpath -m "$LAB_STATE")
   [ "$(dirname "$LAB_STATE")" != / ] || die "state dir $LAB_STATE: use a directory two levels deep at least"
   LAB_REPO=$(dirname "$LAB_STATE")/repo
