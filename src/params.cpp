@@ -95,6 +95,9 @@ void AddSlurm(const Inventory& inv, std::map<std::string, std::string>& values) 
   values["slurm_partitions"] = yaml::Join(partitions, "\n");
 }
 
+// A threshold a deep validation compares with; empty when there is none.
+std::string Threshold(int value) { return value > 0 ? std::to_string(value) : ""; }
+
 }  // namespace
 
 const std::vector<std::string>& KnownParameters() {
@@ -113,10 +116,12 @@ const std::vector<std::string>& KnownParameters() {
         "gpu_model",
         "gpu_operator_version",
         "hosts",
+        "ib_min_bw",
         "ib_ports",
         "kubernetes_version",
         "master_address",
         "master_name",
+        "nccl_min_busbw",
         "nccl_version",
         "nfs_exports",
         "nfs_mounts",
@@ -185,6 +190,8 @@ std::map<std::string, std::string> ParameterValues(const Inventory& inventory, c
       {"disable_firewall", Bool(inv.policy.disable_firewall)},
       {"disable_selinux", Bool(inv.policy.disable_selinux)},
       {"docker", Bool(inv.policy.docker)},
+      {"nccl_min_busbw", Threshold(inv.validation.nccl_min_busbw_gbps)},
+      {"ib_min_bw", Threshold(inv.validation.ib_min_bw_gbps)},
   };
   AddNfs(inv, values);
   AddSlurm(inv, values);

@@ -45,7 +45,7 @@ nodes:
 TEST(Params, KnownParametersAreSortedAndComplete) {
   const auto& names = KnownParameters();
   EXPECT_TRUE(std::is_sorted(names.begin(), names.end()));
-  EXPECT_EQ(names.size(), 37U);
+  EXPECT_EQ(names.size(), 39U);
   EXPECT_TRUE(IsKnownParameter("driver_branch"));
   EXPECT_FALSE(IsKnownParameter("driver"));
   // Every known name has a value, and nothing else does.
@@ -55,6 +55,15 @@ TEST(Params, KnownParametersAreSortedAndComplete) {
   for (const auto& name : names) {
     EXPECT_EQ(values.count(name), 1U) << name;
   }
+}
+
+TEST(Params, ValidationThresholdsAreEmptyUnlessSet) {
+  Inventory inv = Load(kCluster);
+  EXPECT_EQ(ParameterValues(inv, inv.nodes[0]).at("nccl_min_busbw"), "");
+  inv =
+      Load(std::string(kCluster) + "validation: {nccl_min_busbw_gbps: 150, ib_min_bw_gbps: 180}\n");
+  EXPECT_EQ(ParameterValues(inv, inv.nodes[0]).at("nccl_min_busbw"), "150");
+  EXPECT_EQ(ParameterValues(inv, inv.nodes[0]).at("ib_min_bw"), "180");
 }
 
 TEST(Params, NodeValues) {
