@@ -28,14 +28,16 @@ std::string DpkgVersions(const std::string& versions) {
          "[ -n \"$v\" ] || exit 1\nprintf '%s' \"$v\"";
 }
 
-// rpm as pkg_version asks it: -q --quiet NAME, then -q --qf ... NAME.
+// rpm as pkg_version asks it: -q --quiet NAME (silent), then -q --qf ... NAME
+// (which says "package NAME is not installed" on stdout when it is not).
 std::string RpmVersions(const std::string& versions) {
   return "for a; do name=$a; done\n"
          "v=$(printf '%s\\n' '" +
          versions +
          "' | sed -n \"s/^$name=//p\")\n"
+         "case \"$*\" in *--quiet*) [ -n \"$v\" ]; exit ;; esac\n"
          "[ -n \"$v\" ] || { echo \"package $name is not installed\"; exit 1; }\n"
-         "case \"$*\" in *--quiet*) exit 0 ;; esac\nprintf '%s' \"$v\"";
+         "printf '%s' \"$v\"";
 }
 
 TEST(GpuStackSteps, DriverHoldNamesEveryUnheldPackageOfTheBranch) {
