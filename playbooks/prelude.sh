@@ -5,7 +5,8 @@
 # pkg_installed NAME: true when the package is installed.
 pkg_installed() {
   case "$GPUCTL_OS_FAMILY" in
-    debian) dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed' ;;
+    # "install ok installed", or "hold ok installed" once apt-mark holds it.
+    debian) dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q ' ok installed$' ;;
     rhel) rpm -q --quiet "$1" 2>/dev/null ;;
     *) echo "gpuctl: unknown OS family '$GPUCTL_OS_FAMILY'" >&2; return 2 ;;
   esac
@@ -15,7 +16,8 @@ pkg_installed() {
 pkg_version() {
   case "$GPUCTL_OS_FAMILY" in
     debian) dpkg-query -W -f='${Version}' "$1" 2>/dev/null || true ;;
-    rhel) rpm -q --qf '%{VERSION}-%{RELEASE}' "$1" 2>/dev/null || true ;;
+    # rpm -q prints "package X is not installed" on stdout: ask only then.
+    rhel) if rpm -q --quiet "$1" 2>/dev/null; then rpm -q --qf '%{VERSION}-%{RELEASE}' "$1"; fi ;;
   esac
 }
 
@@ -48,4 +50,22 @@ write_file() {
   printf '%s\n' "$2" >"$tmp"
   chmod "${3:-0644}" "$tmp"
   mv -f "$tmp" "$1"
+}
+
+# pkg_versions NAME PREFIX: the versions of NAME the repositories offer that
+# are PREFIX or start with PREFIX and then '.', '-' or '+' (2.21 matches
+# 2.21.5-1+cuda12.4, not 2.210), newest first. Refreshes apt's lists once
+# when they have none.
+pkg_versions() {
+  case "$GPUCTL_OS_FAMILY" in
+    debian)
+      set -- "$1" "$2" "$(apt-cache madison "$1" 2>/dev/null)"
+      if [ -z "$3" ]; then
+        apt-get update -q -o DPkg::Lock::Timeout=300 >/dev/null 2>&1
+        set -- "$1" "$2" "$(apt-cache madison "$1" 2>/dev/null)"
+      fi
+      printf '%s\n' "$3" | awk -F'|' '{ gsub(/ /, "", $2); print $2 }' ;;
+    rhel) dnf -q repoquery --qf '%{version}-%{release}' "$1" 2>/dev/null ;;
+  esac | awk -v p="$2" 'index($0, p) == 1 && (length($0) == length(p) ||
+    index(".-+", substr($0, length(p) + 1, 1)) > 0)' | sort -u -V -r
 }
