@@ -96,9 +96,11 @@ TEST_F(ContainersLabTest, ConvergesOnBothFamiliesAndKeepsTheGpuOperatorsEdits) {
   }
   // Ubuntu: Debian's own config.toml was edited, not replaced (its CNI path
   // is still there); Rocky: containerd.io's placeholder was set aside.
-  EXPECT_EQ(Trim(lab_->Ssh("worker1", "grep -c /usr/lib/cni /etc/containerd/config.toml").out), "1");
-  EXPECT_EQ(lab_->Ssh("worker2", "grep -q 'disabled_plugins = \\[\"cri\"\\]' "
-                                 "/etc/containerd/config.toml.gpuctl-orig")
+  EXPECT_EQ(Trim(lab_->Ssh("worker1", "grep -c /usr/lib/cni /etc/containerd/config.toml").out),
+            "1");
+  EXPECT_EQ(lab_->Ssh("worker2",
+                      "grep -q 'disabled_plugins = \\[\"cri\"\\]' "
+                      "/etc/containerd/config.toml.gpuctl-orig")
                 .status,
             0);
 
@@ -122,9 +124,10 @@ TEST_F(ContainersLabTest, ConvergesOnBothFamiliesAndKeepsTheGpuOperatorsEdits) {
   // Someone turns runc's SystemdCgroup off: gpuctl fixes that one line and
   // nothing else, so the file is the operator's again, byte for byte.
   for (const std::string& node : kNodesChecked) {
-    ASSERT_EQ(lab_->Ssh(node, "sed -i '/runtimes.runc.options\\]/,/^ *\\[/ "
-                              "s/SystemdCgroup = true/SystemdCgroup = false/' "
-                              "/etc/containerd/config.toml && systemctl restart containerd")
+    ASSERT_EQ(lab_->Ssh(node,
+                        "sed -i '/runtimes.runc.options\\]/,/^ *\\[/ "
+                        "s/SystemdCgroup = true/SystemdCgroup = false/' "
+                        "/etc/containerd/config.toml && systemctl restart containerd")
                   .status,
               0);
     ASSERT_NE(Sha(node), operator_sha[node]) << node << ": the test's edit did nothing";

@@ -41,9 +41,8 @@ void Node(StepHarness& h, const std::string& dump, const std::string& toolkit_ve
          "  show) echo 'Tue 2023-11-14 22:13:20 UTC' ;;\n"
          "esac");
   h.Stub("stat", "echo \"$STUB_MTIME\"");
-  h.Stub("dpkg-query",
-         "case \"$*\" in *Status*) printf 'install ok installed' ;; *) printf '" + toolkit_version +
-             "' ;; esac");
+  h.Stub("dpkg-query", "case \"$*\" in *Status*) printf 'install ok installed' ;; *) printf '" +
+                           toolkit_version + "' ;; esac");
   h.Stub("rpm", "case \"$*\" in *--qf*) printf '" + toolkit_version + "' ;; esac; exit 0");
 }
 
@@ -103,9 +102,10 @@ TEST(ContainerdStepTest, NamesARestartPendingAndAStoppedDaemon) {
 TEST(ContainerdStepTest, NamesAConfigContainerdCannotLoad) {
   StepHarness h(Inventory("1.17"));
   Node(h, "dump-gpuctl-1.6.20.toml");
-  h.SetEnv("STUB_DUMP_FAILS",
-           "containerd: failed to load TOML from /etc/containerd/config.toml: invalid plugin key URI "
-           "\"cri\" expect io.containerd.x.vx");
+  h.SetEnv(
+      "STUB_DUMP_FAILS",
+      "containerd: failed to load TOML from /etc/containerd/config.toml: invalid plugin key URI "
+      "\"cri\" expect io.containerd.x.vx");
   const auto run = h.Probe("containers.containerd", "u");
   EXPECT_EQ(run.status, 1);
   EXPECT_NE(run.out.find("containerd cannot load its configuration: containerd: failed to load"),
@@ -156,6 +156,51 @@ TEST(ContainerdStepTest, ReadsContainerd2PluginPath) {
   // The sample has nvidia-ctk's runtime, found under the 2.x path.
   const auto toolkit = h.Probe("containers.nvidia-toolkit", "u");
   EXPECT_EQ(toolkit.status, 0) << toolkit.out;
+}
+
+// containers.docker reads the runtimes line of `docker info` (the real CLI's
+// layout; tests/fixtures/docker/README.md says where the samples come from).
+std::string DockerInventory(int gpus) {
+  return "cluster: t\npolicy: {docker: true}\nnodes:\n"
+         "  - name: u\n    address: 198.18.0.1\n    os: ubuntu-22.04\n    roles: [worker]\n"
+         "    hardware: {gpus: {model: \"NVIDIA H100 80GB HBM3\", count: " +
+         std::to_string(gpus) + "}}\n";
+}
+
+TEST(DockerStepTest, NvidiaRuntimeListedIsDone) {
+  StepHarness h(DockerInventory(8));
+  Node(h, "dump-gpuctl-1.6.20.toml");
+  h.StubFixture("docker", "docker/info-nvidia.txt");
+  const auto run = h.Probe("containers.docker", "u");
+  EXPECT_EQ(run.status, 0) << run.out;
+}
+
+TEST(DockerStepTest, NamesTheRuntimesWithoutNvidia) {
+  StepHarness h(DockerInventory(8));
+  Node(h, "dump-gpuctl-1.6.20.toml");
+  h.StubFixture("docker", "docker/info-runc-only.txt");
+  const auto run = h.Probe("containers.docker", "u");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_NE(run.out.find("docker's runtimes are 'io.containerd.runc.v2 runc', no nvidia"),
+            std::string::npos)
+      << run.out;
+
+  // A node without GPUs needs no nvidia runtime.
+  StepHarness cpu(DockerInventory(0));
+  Node(cpu, "dump-gpuctl-1.6.20.toml");
+  cpu.StubFixture("docker", "docker/info-runc-only.txt");
+  EXPECT_EQ(cpu.Probe("containers.docker", "u").status, 0);
+}
+
+TEST(DockerStepTest, NamesAnUnreachableDaemon) {
+  StepHarness h(DockerInventory(8));
+  Node(h, "dump-gpuctl-1.6.20.toml");
+  h.StubFixture("docker", "docker/info-no-daemon.txt", 1);
+  const auto run = h.Probe("containers.docker", "u");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_NE(run.out.find("docker info fails: Cannot connect to the Docker daemon"),
+            std::string::npos)
+      << run.out;
 }
 
 }  // namespace
