@@ -15,6 +15,7 @@ using testing::StepHarness;
 std::string Inventory(const std::string& toolkit) {
   return "cluster: t\nversions: {container_toolkit: \"" + toolkit +
          "\"}\nnodes:\n"
+         "  - {name: m, address: 198.18.0.9, os: ubuntu-22.04, roles: [master]}\n"
          "  - name: u\n    address: 198.18.0.1\n    os: ubuntu-22.04\n    roles: [worker]\n"
          "    hardware: {gpus: {model: \"NVIDIA H100 80GB HBM3\", count: 8}}\n"
          "  - name: r\n    address: 198.18.0.2\n    os: rocky-9\n    roles: [worker]\n"
@@ -161,10 +162,14 @@ TEST(ContainerdStepTest, ReadsContainerd2PluginPath) {
 // containers.docker reads the runtimes line of `docker info` (the real CLI's
 // layout; tests/fixtures/docker/README.md says where the samples come from).
 std::string DockerInventory(int gpus) {
+  const std::string hardware =
+      gpus > 0 ? "    hardware: {gpus: {model: \"NVIDIA H100 80GB HBM3\", count: " +
+                     std::to_string(gpus) + "}}\n"
+               : "";
   return "cluster: t\npolicy: {docker: true}\nnodes:\n"
-         "  - name: u\n    address: 198.18.0.1\n    os: ubuntu-22.04\n    roles: [worker]\n"
-         "    hardware: {gpus: {model: \"NVIDIA H100 80GB HBM3\", count: " +
-         std::to_string(gpus) + "}}\n";
+         "  - {name: m, address: 198.18.0.9, os: ubuntu-22.04, roles: [master]}\n"
+         "  - name: u\n    address: 198.18.0.1\n    os: ubuntu-22.04\n    roles: [worker]\n" +
+         hardware;
 }
 
 TEST(DockerStepTest, NvidiaRuntimeListedIsDone) {
