@@ -70,7 +70,7 @@ class ContainersLabTest : public ::testing::Test {
                    const std::string& key) const {
     const std::string t = "plugins.io.containerd.grpc.v1.cri.containerd" + table;
     return Trim(
-        lab_->Ssh(node, "T=" + Quote(t) + " K=" + Quote(key) + " " + std::string(kDumpGet)).out);
+        lab_->Ssh(node, "T=" + Quote(t) + "; K=" + Quote(key) + "; " + std::string(kDumpGet)).out);
   }
   std::string Sha(const std::string& node) const {
     return Trim(lab_->Ssh(node, "sha256sum </etc/containerd/config.toml").out);
