@@ -3,6 +3,8 @@
 // binaries as containerd.io on Rocky) converges to SystemdCgroup = true with
 // the nvidia runtime, and a GPU Operator's later edits of config.toml survive
 // every following apply, even one that has to fix a key gpuctl owns.
+#include <fstream>
+
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -148,6 +150,27 @@ TEST_F(ContainersLabTest, ConvergesOnBothFamiliesAndKeepsTheGpuOperatorsEdits) {
   }
   const Result green = Gpuctl("check");
   EXPECT_EQ(green.status, 0) << green.out;
+
+  // policy.docker: the Docker stand-in beside containerd, nvidia runtime
+  // loaded by the running daemon, and again nothing to do on a second run.
+  const std::string docker_inventory = (runs_ / "docker.yaml").string();
+  std::ofstream(docker_inventory) << test::ReadFile(lab_->Env("LAB_INVENTORY"))
+                                  << "policy:\n  docker: true\n";
+  const auto with_docker = [&](const std::string& args) {
+    return Shell(std::string("NO_COLOR=1 ") + GPUCTL_BINARY + " " + args + " " +
+                 Quote(docker_inventory) + " 2>&1 </dev/null");
+  };
+  const Result docker = with_docker("apply --yes --run-dir " + RunDir("docker"));
+  EXPECT_EQ(docker.status, 0) << docker.out;
+  for (const std::string& node : kNodesChecked) {
+    SCOPED_TRACE(node);
+    EXPECT_EQ(Trim(lab_->Ssh(node, "systemctl is-enabled docker").out), "enabled");
+    EXPECT_NE(lab_->Ssh(node, "docker info | grep '^ *Runtimes:'").out.find(" nvidia"),
+              std::string::npos);
+  }
+  const Result docker_again = with_docker("apply --yes --run-dir " + RunDir("docker-again"));
+  EXPECT_EQ(docker_again.status, 0) << docker_again.out;
+  EXPECT_EQ(ChangesIn(RunDir("docker-again")), 0) << docker_again.out;
 }
 
 }  // namespace
