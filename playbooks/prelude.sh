@@ -69,3 +69,44 @@ pkg_versions() {
   esac | awk -v p="$2" 'index($0, p) == 1 && (length($0) == length(p) ||
     index(".-+", substr($0, length(p) + 1, 1)) > 0)' | sort -u -V -r
 }
+
+# toml_get TABLE KEY: the value of KEY in [TABLE] of the TOML on stdin (''
+# for top-level keys), string quotes (" or ') removed. Table names are compared
+# without quotes and blanks, so plugins."a.b".c and plugins.'a.b'.c match
+# plugins.a.b.c. Reads the layouts containerd and go-toml write, not all TOML.
+toml_get() {
+  awk -v t="$1" -v k="$2" '
+    /^[ \t]*\[/ { h = $0; sub(/#.*/, "", h); gsub(/[][ \t"\047]/, "", h); cur = h; next }
+    cur == t {
+      line = $0; sub(/^[ \t]+/, "", line)
+      if (index(line, k) != 1) next
+      rest = substr(line, length(k) + 1)
+      if (rest !~ /^[ \t]*=/) next
+      sub(/^[ \t]*=[ \t]*/, "", rest); sub(/[ \t]+#.*$/, "", rest)
+      if (rest ~ /^".*"$/ || rest ~ /^\047.*\047$/) rest = substr(rest, 2, length(rest) - 2)
+      print rest; exit
+    }'
+}
+
+# containerd_get TABLE KEY: KEY in the CRI plugin's TABLE (e.g.
+# containerd.runtimes.runc.options SystemdCgroup) of containerd's effective
+# configuration (`containerd config dump`: the file merged with the
+# defaults); the CRI plugin's path is version 2's (containerd 1.x) or
+# version 3's (2.x). Fails when containerd cannot load its configuration.
+containerd_get() {
+  _dump=$(containerd config dump 2>&1) || { echo "$_dump" | tail -n 1 >&2; return 1; }
+  case "$(printf '%s\n' "$_dump" | toml_get '' version)" in
+    3) _cri=plugins.io.containerd.cri.v1.runtime ;;
+    *) _cri=plugins.io.containerd.grpc.v1.cri ;;
+  esac
+  printf '%s\n' "$_dump" | toml_get "$_cri.$1" "$2"
+}
+
+# containerd_restart_pending: true when /etc/containerd/config.toml changed
+# after the running containerd started (what it runs is not what is written).
+containerd_restart_pending() {
+  _since=$(systemctl show -p ActiveEnterTimestamp --value containerd 2>/dev/null)
+  [ -n "$_since" ] && _since=$(date -d "$_since" +%s 2>/dev/null) || _since=0
+  _mtime=$(stat -c %Y /etc/containerd/config.toml 2>/dev/null) || _mtime=0
+  [ "$_mtime" -gt "$_since" ]
+}
