@@ -49,3 +49,16 @@ write_file() {
   chmod "${3:-0644}" "$tmp"
   mv -f "$tmp" "$1"
 }
+
+# unit_started_after UNIT FILE...: true when UNIT is active and entered that
+# state no earlier than each FILE was last written, so it runs with the
+# FILEs' current content (daemons read their key or config only at start).
+unit_started_after() {
+  _u=$1
+  shift
+  systemctl is-active --quiet "$_u" || return 1
+  _since=$(date -d "$(systemctl show -p ActiveEnterTimestamp --value "$_u")" +%s 2>/dev/null) || return 1
+  for _f in "$@"; do
+    [ "$(stat -c %Y "$_f" 2>/dev/null || echo 0)" -le "$_since" ] || return 1
+  done
+}
