@@ -39,28 +39,26 @@ TEST_F(SlurmReadyTest, PassesWhenEveryWorkerIsIdleWithItsGpus) {
   EXPECT_EQ(run.status, 0) << run.out;
 }
 
-TEST_F(SlurmReadyTest, NamesADownNodeWithSlurmsReason) {
-  StepHarness h(Inventory());
-  Use(h, "sinfo-down-rebooted.txt");
-  const auto run = h.Probe("slurm.ready", "master1");
-  EXPECT_EQ(run.status, 1);
-  EXPECT_EQ(run.out, "worker2 is down (Node unexpectedly rebooted)\n");
-}
+// Each capture of a worker not ready, and the one line the probe makes of it.
+struct NotReady {
+  const char* fixture;
+  const char* line;
+};
 
-TEST_F(SlurmReadyTest, NamesADrainedNodeWithTheAdminsReason) {
-  StepHarness h(Inventory());
-  Use(h, "sinfo-drained.txt");
-  const auto run = h.Probe("slurm.ready", "master1");
-  EXPECT_EQ(run.status, 1);
-  EXPECT_EQ(run.out, "worker2 is drained* (admin maintenance)\n");
-}
-
-TEST_F(SlurmReadyTest, NamesANodeThatStoppedResponding) {
-  StepHarness h(Inventory());
-  Use(h, "sinfo-not-responding.txt");
-  const auto run = h.Probe("slurm.ready", "master1");
-  EXPECT_EQ(run.status, 1);
-  EXPECT_EQ(run.out, "worker2 is not responding (idle*)\n");
+TEST_F(SlurmReadyTest, NamesEachWorkerNotReadyWithSlurmsStateAndReason) {
+  const NotReady cases[] = {
+      {"sinfo-down-rebooted.txt", "worker2 is down (Node unexpectedly rebooted)\n"},
+      {"sinfo-drained.txt", "worker2 is drained* (admin maintenance)\n"},
+      {"sinfo-not-responding.txt", "worker2 is not responding (idle*)\n"},
+  };
+  for (const NotReady& c : cases) {
+    SCOPED_TRACE(c.fixture);
+    StepHarness h(Inventory());
+    Use(h, c.fixture);
+    const auto run = h.Probe("slurm.ready", "master1");
+    EXPECT_EQ(run.status, 1);
+    EXPECT_EQ(run.out, c.line);
+  }
 }
 
 TEST_F(SlurmReadyTest, ComparesTheGresWithTheInventorysGpuCount) {
