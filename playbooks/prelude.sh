@@ -110,3 +110,16 @@ containerd_restart_pending() {
   _mtime=$(stat -c %Y /etc/containerd/config.toml 2>/dev/null) || _mtime=0
   [ "$_mtime" -gt "$_since" ]
 }
+
+# unit_started_after UNIT FILE...: true when UNIT is active and entered that
+# state no earlier than each FILE was last written, so it runs with the
+# FILEs' current content (daemons read their key or config only at start).
+unit_started_after() {
+  _u=$1
+  shift
+  systemctl is-active --quiet "$_u" || return 1
+  _since=$(date -d "$(systemctl show -p ActiveEnterTimestamp --value "$_u")" +%s 2>/dev/null) || return 1
+  for _f in "$@"; do
+    [ "$(stat -c %Y "$_f" 2>/dev/null || echo 0)" -le "$_since" ] || return 1
+  done
+}

@@ -105,6 +105,15 @@ void AddSlurm(const Inventory& inv, std::map<std::string, std::string>& values) 
   values["slurm_cluster_name"] =
       !inv.slurm ? "" : (inv.slurm->cluster_name.empty() ? inv.cluster : inv.slurm->cluster_name);
   values["slurm_partitions"] = yaml::Join(partitions, "\n");
+  // Every worker is a Slurm node: "name address gpus", so each node can write
+  // the same slurm.conf (NodeName lines with Gres=gpu:N).
+  std::vector<std::string> nodes;
+  if (inv.slurm) {
+    for (const Node* n : inv.WithRole(Role::kWorker)) {
+      nodes.push_back(fmt::format("{} {} {}", n->name, n->address, n->GpuCount()));
+    }
+  }
+  values["slurm_nodes"] = yaml::Join(nodes, "\n");
 }
 
 // A threshold a deep validation compares with; empty when there is none.
@@ -151,6 +160,7 @@ const std::vector<std::string>& KnownParameters() {
         "pod_cidr",
         "service_cidr",
         "slurm_cluster_name",
+        "slurm_nodes",
         "slurm_partitions",
         "slurm_version",
         "subnet",

@@ -45,7 +45,7 @@ nodes:
 TEST(Params, KnownParametersAreSortedAndComplete) {
   const auto& names = KnownParameters();
   EXPECT_TRUE(std::is_sorted(names.begin(), names.end()));
-  EXPECT_EQ(names.size(), 40U);
+  EXPECT_EQ(names.size(), 41U);
   EXPECT_TRUE(IsKnownParameter("driver_branch"));
   EXPECT_FALSE(IsKnownParameter("driver"));
   // Every known name has a value, and nothing else does.
@@ -157,6 +157,8 @@ TEST(Params, Slurm) {
   const auto v = ParameterValues(inv, inv.nodes[0]);
   EXPECT_EQ(v.at("slurm_cluster_name"), "lab");
   EXPECT_EQ(v.at("slurm_partitions"), "gpu w1 YES\nall w1,w2 NO");
+  // Every worker, with its GPU count (0 without GPUs), for slurm.conf's NodeName lines.
+  EXPECT_EQ(v.at("slurm_nodes"), "w1 198.18.0.11 8\nw2 198.18.0.12 0");
 }
 
 TEST(Params, WithoutNfsOrSlurmTheValuesAreEmpty) {
@@ -169,6 +171,7 @@ nodes:
   EXPECT_EQ(v.at("nfs_exports"), "");
   EXPECT_EQ(v.at("slurm_cluster_name"), "");
   EXPECT_EQ(v.at("slurm_partitions"), "");
+  EXPECT_EQ(v.at("slurm_nodes"), "");
   EXPECT_EQ(v.at("worker_names"), "");
   EXPECT_EQ(v.at("orchestrator"), "kubernetes");
 }
