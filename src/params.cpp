@@ -56,6 +56,18 @@ std::string Hosts(const Inventory& inv) {
   return yaml::Join(lines, "\n");
 }
 
+// "name count" per Kubernetes node (master or worker) with GPUs, one a line:
+// what each should advertise as allocatable nvidia.com/gpu.
+std::string GpuNodes(const Inventory& inv) {
+  std::vector<std::string> lines;
+  for (const auto& n : inv.nodes) {
+    if ((n.Has(Role::kMaster) || n.Has(Role::kWorker)) && n.GpuCount() > 0) {
+      lines.push_back(fmt::format("{} {}", n.name, n.GpuCount()));
+    }
+  }
+  return yaml::Join(lines, "\n");
+}
+
 void AddNfs(const Inventory& inv, std::map<std::string, std::string>& values) {
   const Node* server = inv.NfsServer();
   values["nfs_server_name"] = server != nullptr ? server->name : "";
@@ -110,6 +122,7 @@ const std::vector<std::string>& KnownParameters() {
         "driver_branch",
         "gpu_count",
         "gpu_model",
+        "gpu_nodes",
         "gpu_operator_version",
         "hosts",
         "ib_ports",
@@ -172,6 +185,7 @@ std::map<std::string, std::string> ParameterValues(const Inventory& inventory, c
       {"slurm_version", v.slurm},
       {"gpu_model", node.hardware.gpus ? node.hardware.gpus->model : ""},
       {"gpu_count", std::to_string(node.GpuCount())},
+      {"gpu_nodes", GpuNodes(inv)},
       {"ib_ports", IbPorts(node)},
       {"pod_cidr", inv.network.pod_cidr},
       {"service_cidr", inv.network.service_cidr},
