@@ -69,9 +69,10 @@ TEST_F(PackagesTest, PassesWhenPinnedHeldOnPathAndEnabled) {
 TEST_F(PackagesTest, TheCloudSdkKubectlIsInstalledButNotTheWantedVersion) {
   // The host's dpkg database (inherited by Ubuntu-like lab nodes) has Google
   // Cloud SDK's kubectl: "installed" must not count.
-  std::ifstream in(StepHarness::Fixture("kubectl/dpkg-version-kubectl-gcloud-sdk.txt"));
-  std::string sdk((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  Package("kubectl", sdk, "install ok installed");
+  Package("kubectl", "", "install ok installed");
+  std::filesystem::copy_file(StepHarness::Fixture("kubectl/dpkg-version-kubectl-gcloud-sdk.txt"),
+                             h_.dir() / "version-kubectl",
+                             std::filesystem::copy_options::overwrite_existing);
   const auto run = h_.Probe("k8s.packages", "worker1");
   EXPECT_EQ(run.status, 1);
   EXPECT_TRUE(Has(run.out, "kubectl 1:528.0.0-0 is installed (want 1.30)")) << run.out;
