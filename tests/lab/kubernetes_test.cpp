@@ -117,6 +117,22 @@ TEST_F(KubernetesLabTest, InitCniJoinReadyOperatorOnAptAndDnfWorkersThenNothingT
   const Result again = Gpuctl("apply --yes --run-dir " + RunDir("second"));
   EXPECT_EQ(again.status, 0) << again.out;
   EXPECT_EQ(ChangesIn(RunDir("second")), 0) << again.out;
+
+  // A worker reset behind gpuctl's back joins again with a new token; its old
+  // Node object stays Ready for a while, which the change waits out.
+  ASSERT_EQ(lab_->Ssh("worker2", "kubeadm reset -f >/dev/null 2>&1").status, 0);
+  const Result plan = Gpuctl("plan");
+  EXPECT_NE(plan.out.find("/etc/kubernetes/kubelet.conf is missing (not joined)"),
+            std::string::npos)
+      << plan.out;
+  const Result rejoin = Gpuctl("apply --yes --run-dir " + RunDir("rejoin"));
+  EXPECT_EQ(rejoin.status, 0) << rejoin.out;
+  EXPECT_GE(ChangesIn(RunDir("rejoin")), 1) << rejoin.out;
+  EXPECT_TRUE(test::PollUntil(std::chrono::seconds(60), [&] {
+    return Master(
+               "kubectl get node worker2 -o jsonpath="
+               "'{.status.conditions[?(@.type==\"Ready\")].status}'") == "True";
+  }));
 }
 
 }  // namespace
