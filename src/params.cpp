@@ -69,6 +69,18 @@ std::string GpuNodes(const Inventory& inv) {
   return yaml::Join(lines, "\n");
 }
 
+// "name count" per Kubernetes node (master or worker) with GPUs, one a line:
+// what each should advertise as allocatable nvidia.com/gpu.
+std::string GpuCounts(const Inventory& inv) {
+  std::vector<std::string> lines;
+  for (const auto& n : inv.nodes) {
+    if ((n.Has(Role::kMaster) || n.Has(Role::kWorker)) && n.GpuCount() > 0) {
+      lines.push_back(fmt::format("{} {}", n.name, n.GpuCount()));
+    }
+  }
+  return yaml::Join(lines, "\n");
+}
+
 void AddNfs(const Inventory& inv, std::map<std::string, std::string>& values) {
   const Node* server = inv.NfsServer();
   values["nfs_server_name"] = server != nullptr ? server->name : "";
@@ -135,6 +147,7 @@ const std::vector<std::string>& KnownParameters() {
         "driver_branch",
         "gpu_count",
         "gpu_model",
+        "gpu_counts",
         "gpu_nodes",
         "gpu_operator_version",
         "hosts",
@@ -202,6 +215,7 @@ std::map<std::string, std::string> ParameterValues(const Inventory& inventory, c
       {"gpu_model", node.hardware.gpus ? node.hardware.gpus->model : ""},
       {"gpu_count", std::to_string(node.GpuCount())},
       {"gpu_nodes", GpuNodes(inv)},
+      {"gpu_counts", GpuCounts(inv)},
       {"ib_ports", IbPorts(node)},
       {"pod_cidr", inv.network.pod_cidr},
       {"service_cidr", inv.network.service_cidr},

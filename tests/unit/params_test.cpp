@@ -45,7 +45,7 @@ nodes:
 TEST(Params, KnownParametersAreSortedAndComplete) {
   const auto& names = KnownParameters();
   EXPECT_TRUE(std::is_sorted(names.begin(), names.end()));
-  EXPECT_EQ(names.size(), 41U);
+  EXPECT_EQ(names.size(), 42U);
   EXPECT_TRUE(IsKnownParameter("driver_branch"));
   EXPECT_FALSE(IsKnownParameter("driver"));
   // Every known name has a value, and nothing else does.
@@ -128,6 +128,32 @@ nodes:
   - {name: b, address: b.example, os: ubuntu-22.04, roles: [worker], hardware: {gpus: {model: H100, count: 4}}}
 )");
   EXPECT_EQ(ParameterValues(two, two.nodes[0]).at("gpu_nodes"), "a fd00::2\nb b.example");
+}
+
+TEST(Params, GpuCountsListsKubernetesNodesWithGpus) {
+  // w1 (worker, 8 GPUs) is listed; m1 and w2 have none, s1 is storage only.
+  const Inventory inv = Load(kCluster);
+  EXPECT_EQ(ParameterValues(inv, inv.nodes[0]).at("gpu_counts"), "w1 8");
+  const Inventory two = Load(R"(cluster: lab
+nodes:
+  - {name: m1, address: 198.18.0.10, os: ubuntu-22.04, roles: [master]}
+  - name: w1
+    address: 198.18.0.11
+    os: ubuntu-22.04
+    roles: [worker]
+    hardware: {gpus: {model: NVIDIA A100-SXM4-80GB, count: 8}}
+  - name: s1
+    address: 198.18.0.20
+    os: ubuntu-22.04
+    roles: [storage]
+    hardware: {gpus: {model: NVIDIA A100-SXM4-80GB, count: 2}}
+  - name: w2
+    address: 198.18.0.12
+    os: rocky-9
+    roles: [worker]
+    hardware: {gpus: {model: NVIDIA H100 80GB HBM3, count: 4}}
+)");
+  EXPECT_EQ(ParameterValues(two, two.nodes[3]).at("gpu_counts"), "w1 8\nw2 4");
 }
 
 TEST(Params, Nfs) {
