@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The demo: build gpuctl, bring up a lab of fake GPU nodes, then
-# plan -> apply -> check -> apply again (which must change nothing), and say
-# where everything was written. Needs root (the lab uses namespaces).
+# The demo: build gpuctl, then take two labs of fake GPU nodes from bare
+# nodes to working clusters (Kubernetes with the GPU Operator, then Slurm):
+# plan -> apply -> check -> check --deep -> apply again (which must change
+# nothing), and say where everything was written. Needs root (namespaces).
+# GPUCTL_DEMO_SLURM=0 skips the Slurm lab.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 name=${GPUCTL_DEMO_LAB:-demo}
@@ -12,46 +14,62 @@ cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build/release -j "$(nproc)"
 gpuctl=$PWD/build/release/gpuctl
 
-"$gpuctl" lab up --name "$name" --profile "$profile"
-eval "$("$gpuctl" lab env --name "$name")"
-state=$LAB_STATE
-inventory=$LAB_INVENTORY
-logs=$state/demo
-rm -rf "$logs" && mkdir -p "$logs"
-
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
-# Runs gpuctl, keeps its output in $logs/<name>.txt, and records the exit status.
-run() {
-  local label=$1; shift
-  set +e
-  "$gpuctl" "$@" 2>&1 | tee "$logs/$label.txt"
-  local rc=${PIPESTATUS[0]}
-  set -e
-  echo "$label exit=$rc" >>"$logs/exit-codes.txt"
-  return 0
+
+# demo LAB PROFILE: one lab from bare nodes to a working cluster:
+# plan -> apply -> check -> check --deep -> apply again (nothing to change).
+# Output of each stage goes to <lab state>/demo/<stage>.txt.
+demo() {
+  local lab=$1 profile=$2
+  step "lab $lab (profile $profile): starting the fake nodes"
+  "$gpuctl" lab up --name "$lab" --profile "$profile"
+  eval "$("$gpuctl" lab env --name "$lab")"
+  local inventory=$LAB_INVENTORY logs=$LAB_STATE/demo
+  rm -rf "$logs" && mkdir -p "$logs"
+  # Runs gpuctl, keeps its output in $logs/<label>.txt, records the exit status.
+  run() {
+    local label=$1; shift
+    set +e
+    "$gpuctl" "$@" 2>&1 | tee "$logs/$label.txt"
+    local rc=${PIPESTATUS[0]}
+    set -e
+    echo "$label exit=$rc" >>"$logs/exit-codes.txt"
+  }
+  step "$lab: gpuctl plan (read-only: shows what apply would change)"
+  run plan plan "$inventory" --out "$logs/plan.json"
+  step "$lab: gpuctl apply --yes"
+  run apply apply --yes "$inventory" --run-dir "$logs/apply-1"
+  step "$lab: gpuctl check"
+  run check check "$inventory"
+  step "$lab: gpuctl check --deep (GPU pod, NCCL across nodes, IB pairs)"
+  run check-deep check --deep "$inventory"
+  step "$lab: gpuctl apply --yes, again (a converged cluster: nothing to change)"
+  run apply-again apply --yes "$inventory" --run-dir "$logs/apply-2"
+  summaries+=("$lab ($profile)|$logs|$inventory")
 }
 
-step "gpuctl plan (read-only: shows what apply would change)"
-run plan plan "$inventory" --out "$logs/plan.json"
-step "gpuctl apply --yes"
-run apply apply --yes "$inventory" --run-dir "$logs/apply-1"
-step "gpuctl check"
-run check check "$inventory"
-step "gpuctl apply --yes, again (a converged cluster: nothing to change)"
-run apply-again apply --yes "$inventory" --run-dir "$logs/apply-2"
+summaries=()
+demo "$name" "$profile"
+if [ "${GPUCTL_DEMO_SLURM:-1}" = 1 ]; then
+  demo "$name-slurm" slurm
+fi
 
 step "summary"
-# One line per stage: its exit status and the last summary line it printed.
-for label in plan apply check apply-again; do
-  rc=$(sed -n "s/^$label exit=//p" "$logs/exit-codes.txt")
-  said=$(grep -h '^Plan:\|^Check:\|^No changes' "$logs/$label.txt" | tail -n 1)
-  printf '%-12s exit %-3s %s\n' "$label" "$rc" "$said"
+for entry in "${summaries[@]}"; do
+  IFS='|' read -r title logs inventory <<<"$entry"
+  printf '\n%s\n' "$title"
+  # One line per stage: its exit status and the last summary line it printed.
+  for label in plan apply check check-deep apply-again; do
+    rc=$(sed -n "s/^$label exit=//p" "$logs/exit-codes.txt")
+    said=$(grep -h '^Plan:\|^Check:\|^No changes\|^Apply' "$logs/$label.txt" | tail -n 1)
+    printf '  %-12s exit %-3s %s\n' "$label" "$rc" "$said"
+  done
+  printf '  results:   %s/  (plan.txt, plan.json, apply.txt, check.txt, check-deep.txt, apply-again.txt)\n' "$logs"
+  printf '  journals:  %s/apply-1/journal.jsonl, %s/apply-2/journal.jsonl\n' "$logs" "$logs"
+  printf '  inventory: %s\n' "$inventory"
 done
 cat <<MSG
 
-Results:   $logs/  (plan.txt, plan.json, apply.txt, check.txt, apply-again.txt)
-Journals:  $logs/apply-1/journal.jsonl, $logs/apply-2/journal.jsonl
-Inventory: $inventory
-The lab is still up: try '$gpuctl plan $inventory' or '$gpuctl lab ssh master1 --name $name';
-'$gpuctl lab down --name $name' removes it.
+The labs are still up: try '$gpuctl plan <inventory>' or '$gpuctl lab ssh master1 --name $name';
+'$gpuctl lab down --name $name' (and --name $name-slurm) removes them.
 MSG

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -107,6 +108,47 @@ std::string Catalog::Digest() const {
     Field(text, "deep", s.deep ? "true" : "false");
   }
   return ::gpuctl::Digest(text);
+}
+
+Catalog Catalog::Select(const std::vector<std::string>& patterns, std::string& error) const {
+  std::set<std::string> wanted;
+  std::vector<std::string> todo;
+  for (const auto& pattern : patterns) {
+    bool matched = false;
+    for (const Step& s : steps_) {
+      if (s.id == pattern || s.id.rfind(pattern + ".", 0) == 0) {
+        todo.push_back(s.id);
+        matched = true;
+      }
+    }
+    if (!matched) {
+      error = fmt::format(
+          "--only '{}' matches no step (a step id like k8s.join, or a group "
+          "like k8s)",
+          pattern);
+      return {};
+    }
+  }
+  while (!todo.empty()) {
+    const std::string id = todo.back();
+    todo.pop_back();
+    if (!wanted.insert(id).second) {
+      continue;
+    }
+    if (const Step* s = Find(id)) {
+      for (const auto& d : s->depends) {
+        todo.push_back(d.step);
+      }
+    }
+  }
+  Catalog selected;
+  selected.prelude_ = prelude_;
+  for (const Step& s : steps_) {
+    if (wanted.count(s.id) > 0) {
+      selected.steps_.push_back(s);
+    }
+  }
+  return selected;
 }
 
 std::optional<Catalog> Catalog::Parse(const std::string& text, const std::string& path,

@@ -109,6 +109,11 @@ class Catalog {
   [[nodiscard]] const std::string& prelude() const { return prelude_; }
   void set_prelude(std::string prelude) { prelude_ = std::move(prelude); }
   [[nodiscard]] const Step* Find(const std::string& id) const;
+  // The steps `patterns` name, with everything they depend on (Terraform's
+  // -target): a pattern is a step id ("k8s.join") or a group, the part
+  // before the dot ("k8s"). Catalog order is kept. Sets `error` and returns
+  // an empty catalog when a pattern matches nothing.
+  [[nodiscard]] Catalog Select(const std::vector<std::string>& patterns, std::string& error) const;
   // Content hash of the whole catalog: a saved plan records it.
   [[nodiscard]] std::string Digest() const;
 

@@ -7,6 +7,10 @@ void AddGlobalOptions(CLI::App& app, GlobalOptions& global) {
                "Show each command sent and its output (repeat for more)");
   app.add_option("--playbooks", global.playbooks, "Directory of step catalog YAML files")
       ->envname("GPUCTL_PLAYBOOKS");
+  app.add_option("--only", global.only,
+                 "Work on these steps only, with the steps they depend on: a step id "
+                 "(k8s.join) or a group (k8s); repeatable")
+      ->delimiter(',');
   app.add_flag("--no-color", global.no_color, "Plain output without ANSI colours")
       ->envname("NO_COLOR");
   app.add_option("-o,--output", global.output, "Output format")

@@ -26,6 +26,15 @@ std::optional<Inputs> LoadInputs(const std::string& inventory_path, const Global
                        diagnostics.ErrorCount());
     return std::nullopt;
   }
+  if (!global.only.empty()) {
+    std::string error;
+    Catalog selected = catalog->Select(global.only, error);
+    if (!error.empty()) {
+      err << "gpuctl: " << error << "; nothing was sent to any node\n";
+      return std::nullopt;
+    }
+    catalog = std::move(selected);
+  }
   std::ifstream in(inventory_path, std::ios::binary);
   std::ostringstream bytes;
   bytes << in.rdbuf();

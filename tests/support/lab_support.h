@@ -10,11 +10,13 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 namespace gpuctl::test {
@@ -170,5 +172,34 @@ inline int ChangesIn(const std::string& run_dir) {
   }
   return changes;
 }
+
+// A lab brought up for one test case and purged after it, with gpuctl run
+// against its inventory. `Shape()` picks the lab ("--profile mixed", ...).
+class LabCase : public ::testing::Test {
+ protected:
+  virtual std::string Shape() const { return "--profile mixed"; }
+  virtual std::string Prefix() const { return "t"; }
+
+  void SetUp() override {
+    if (const std::string why = MissingPrerequisite(); !why.empty()) GTEST_SKIP() << why;
+    lab_ = std::make_unique<Lab>(Prefix() + std::to_string(getpid()));
+    std::string log;
+    ASSERT_TRUE(lab_->Up(&log, Shape())) << log;
+    runs_ = fs::path(lab_->Env("LAB_STATE")) / "test-runs";
+  }
+  void TearDown() override {
+    if (lab_ != nullptr) lab_->Down(/*purge=*/true);
+  }
+
+  // gpuctl ARGS INVENTORY, stdout and stderr together, no stdin.
+  Result Gpuctl(const std::string& args) const {
+    return Shell(std::string("NO_COLOR=1 ") + GPUCTL_BINARY + " " + args + " " +
+                 Quote(lab_->Env("LAB_INVENTORY")) + " 2>&1 </dev/null");
+  }
+  std::string RunDir(const std::string& name) const { return (runs_ / name).string(); }
+
+  std::unique_ptr<Lab> lab_;
+  fs::path runs_;
+};
 
 }  // namespace gpuctl::test

@@ -240,6 +240,25 @@ TEST(CatalogErrors, ADeepValidationHasNoChangeRebootOrVerify) {
   EXPECT_TRUE(HasError(p.diagnostics, 7, 5, "a deep validation has no 'reboot'"));
 }
 
+TEST(CatalogSelect, AStepOrGroupWithEverythingItNeeds) {
+  auto p = ParseText("steps:\n" + StepText("os.modules") + StepText("os.swap") +
+                     StepText("k8s.init", "    depends: [os.modules]\n") +
+                     StepText("k8s.join", "    depends: [{step: k8s.init, on: master}]\n") +
+                     StepText("slurm.node"));
+  ASSERT_TRUE(p.catalog) << p.diagnostics.Format();
+  std::string error;
+  const Catalog join = p.catalog->Select({"k8s.join"}, error);
+  EXPECT_TRUE(error.empty());
+  std::vector<std::string> ids;
+  for (const auto& s : join.steps()) ids.push_back(s.id);
+  EXPECT_EQ(ids, (std::vector<std::string>{"os.modules", "k8s.init", "k8s.join"}));
+  EXPECT_EQ(join.prelude(), p.catalog->prelude());
+  EXPECT_EQ(p.catalog->Select({"os"}, error).steps().size(), 2U);
+  // "k8" is not a group: groups end at the dot.
+  EXPECT_TRUE(p.catalog->Select({"k8"}, error).steps().empty());
+  EXPECT_NE(error.find("--only 'k8' matches no step"), std::string::npos) << error;
+}
+
 TEST(CatalogErrors, ChangeMissingADeclaredFamily) {
   auto p = ParseText(R"(steps:
   - id: a
