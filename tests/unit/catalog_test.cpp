@@ -243,7 +243,7 @@ TEST(CatalogErrors, ADeepValidationHasNoChangeRebootOrVerify) {
 TEST(CatalogSelect, AStepOrGroupWithEverythingItNeeds) {
   auto p = ParseText("steps:\n" + StepText("os.modules") + StepText("os.swap") +
                      StepText("k8s.init", "    depends: [os.modules]\n") +
-                     StepText("k8s.join", "    depends: [{step: k8s.init, on: master}]\n") +
+                     StepText("k8s.join", "    depends: [{step: k8s.init, on: worker}]\n") +
                      StepText("slurm.node"));
   ASSERT_TRUE(p.catalog) << p.diagnostics.Format();
   std::string error;
