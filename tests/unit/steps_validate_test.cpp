@@ -58,7 +58,7 @@ TEST_F(NcclValidateTest, ReportsBusBandwidthAtTheLargestSizeAndPassesAboveTheMin
   Mpirun(h, "nccl-tests/all_reduce_perf_2x8_h100.txt", 0);
   const auto run = h.Probe("validate.nccl", "m");
   EXPECT_EQ(run.status, 0) << run.out;
-  EXPECT_EQ(run.out, "all_reduce_perf 2 node(s) x 8 GPUs: busbw 369.12 GB/s at 8G (min 300)\n");
+  EXPECT_EQ(run.out, "all_reduce_perf 2 nodes x 8 GPUs: busbw 369.12 GB/s at 8G (min 300)\n");
   const std::string args = ReadAll(h.dir() / "mpirun.args");
   EXPECT_TRUE(Has(args, "-np 2 -H w1,w2 ")) << args;
   EXPECT_TRUE(Has(args, "all_reduce_perf -b 8 -e 8G -f 2 -g 8")) << args;
@@ -70,7 +70,7 @@ TEST_F(NcclValidateTest, FailsBelowTheMinimum) {
   const auto run = h.Probe("validate.nccl", "m");
   EXPECT_EQ(run.status, 1);
   EXPECT_EQ(run.out,
-            "all_reduce_perf 2 node(s) x 8 GPUs: busbw 369.12 GB/s at 8G, below the minimum 400 "
+            "all_reduce_perf 2 nodes x 8 GPUs: busbw 369.12 GB/s at 8G, below the minimum 400 "
             "GB/s\n");
 }
 
@@ -88,7 +88,7 @@ TEST_F(NcclValidateTest, AFailedRunNamesTheToolsError) {
   const auto run = h.Probe("validate.nccl", "m");
   EXPECT_EQ(run.status, 1);
   EXPECT_EQ(run.out,
-            "all_reduce_perf 2 node(s) x 8 GPUs failed (exit 1): dgx-a02: Test CUDA failure "
+            "all_reduce_perf 2 nodes x 8 GPUs failed (exit 1): dgx-a02: Test CUDA failure "
             "common.cu:892 'CUDA driver version is insufficient for CUDA runtime version'\n");
 }
 
@@ -98,7 +98,7 @@ TEST_F(NcclValidateTest, OneGpuWorkerRunsOnItsOwnOverSsh) {
                     StepHarness::Fixture("nccl-tests/all_reduce_perf_2x8_h100.txt") + "'");
   const auto run = h.Probe("validate.nccl", "m");
   EXPECT_EQ(run.status, 0) << run.out;
-  EXPECT_TRUE(Has(run.out, "all_reduce_perf 1 node(s) x 8 GPUs: busbw 369.12")) << run.out;
+  EXPECT_TRUE(Has(run.out, "all_reduce_perf 1 node x 8 GPUs: busbw 369.12")) << run.out;
   EXPECT_TRUE(Has(ReadAll(h.dir() / "ssh.args"), "w1 all_reduce_perf -b 8 -e 8G -f 2 -g 8"));
 }
 
@@ -164,7 +164,7 @@ TEST(IbValidate, ADownPortFailsWithPerftestsMessage) {
   Ssh(h, "perftest/ib_send_bw_client_hdr.txt", 1, "w2", "perftest/ib_send_bw_port_down.txt");
   const auto run = h.Probe("validate.ib-bw", "m");
   EXPECT_EQ(run.status, 1);
-  EXPECT_EQ(run.out, "ib_send_bw w1<->w2 mlx5_0 failed: Port number 1 state is Down\n");
+  EXPECT_EQ(run.out, "ib_send_bw w1<->w2 mlx5_0 failed on w2: Port number 1 state is Down\n");
 }
 
 TEST(IbValidate, WithoutThresholdReportsAndPasses) {
