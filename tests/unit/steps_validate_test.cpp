@@ -111,23 +111,32 @@ TEST_F(NcclValidateTest, NoGpuWorkersIsNothingToRun) {
 
 // --- validate.ib-bw ----------------------------------------------------------
 
-// ssh: the server side (no host after the flags) prints the server sample;
-// a client prints `client` (or, for a client on `slow_host`, `slow`), with
-// `client_status`. Every call is appended to $HOME/ssh.log.
+// ssh as the pair test sees it: the server side (the command ends in
+// --report_gbits) prints a PID and the server sample, and stays until its
+// client has succeeded or it is killed; a client prints `client` and exits
+// `client_status`, or on `slow_host` prints `slow` (to stderr when it fails).
+// Every call is appended to $HOME/ssh.log.
 void Ssh(StepHarness& h, const std::string& client, int client_status = 0,
          const std::string& slow_host = "", const std::string& slow = "") {
   const std::string server = StepHarness::Fixture("perftest/ib_send_bw_server_hdr.txt");
+  const std::string other = StepHarness::Fixture(slow.empty() ? client : slow);
   h.Stub("ssh",
          "while [ \"$1\" = -o ]; do shift 2; done\nhost=$1; shift\n"
          "echo \"$host: $*\" >>\"$HOME/ssh.log\"\n"
          "case \"$*\" in\n"
-         "  *'--report_gbits') cat '" +
+         "  kill\\ *) touch \"$HOME/killed\" ;;\n"
+         "  *'--report_gbits') echo 4242; cat '" +
              server +
-             "' ;;\n"
+             "'\n"
+             "    n=0; until [ -e \"$HOME/client-ok\" ] || [ -e \"$HOME/killed\" ] || [ $n -ge 200 "
+             "]; do\n"
+             "      n=$((n + 1)); sleep 0.05; done\n"
+             "    rm -f \"$HOME/client-ok\" \"$HOME/killed\" ;;\n"
              "  *) if [ \"$host\" = '" +
-             slow_host + "' ]; then cat '" + StepHarness::Fixture(slow.empty() ? client : slow) +
-             "' >&2; exit " + std::to_string(client_status) + "; fi\n     cat '" +
-             StepHarness::Fixture(client) + "' ;;\nesac");
+             slow_host + "' ]; then\n" + "      if [ " + std::to_string(client_status) +
+             " -ne 0 ]; then cat '" + other + "' >&2; exit " + std::to_string(client_status) +
+             "; fi\n      cat '" + other + "'\n    else cat '" + StepHarness::Fixture(client) +
+             "'\n    fi\n    touch \"$HOME/client-ok\" ;;\nesac");
 }
 
 TEST(IbValidate, PairsConsecutiveWorkersAndTheOddOneWithTheFirst) {
@@ -138,20 +147,17 @@ TEST(IbValidate, PairsConsecutiveWorkersAndTheOddOneWithTheFirst) {
   EXPECT_EQ(run.out,
             "ib_send_bw: w1<->w2 196.52 Gb/s (mlx5_0) w3<->w1 196.52 Gb/s (mlx5_0) (min 150)\n");
   const std::string log = ReadAll(h.dir() / "ssh.log");
-  EXPECT_TRUE(Has(log, "w1: timeout 60 ib_send_bw -d mlx5_0 -i 1 -F --report_gbits\n")) << log;
+  EXPECT_TRUE(
+      Has(log, "w1: echo $$; exec timeout 60 ib_send_bw -d mlx5_0 -i 1 -F --report_gbits\n"))
+      << log;
   EXPECT_TRUE(Has(log, "w2: ib_send_bw -d mlx5_0 -i 1 -F --report_gbits w1\n")) << log;
-  EXPECT_TRUE(Has(log, "w3: timeout 60 ib_send_bw")) << log;
+  EXPECT_TRUE(Has(log, "w3: echo $$; exec timeout 60 ib_send_bw")) << log;
   EXPECT_TRUE(Has(log, "w1: ib_send_bw -d mlx5_0 -i 1 -F --report_gbits w3\n")) << log;
 }
 
 TEST(IbValidate, FailsOnTheFirstPairBelowTheMinimum) {
   StepHarness h(Inventory(4, "validation: {ib_min_bw_gbps: 150}\n"));
-  h.Stub("ssh",
-         "while [ \"$1\" = -o ]; do shift 2; done\nhost=$1; shift\n"
-         "case \"$host $*\" in\n  *'--report_gbits') cat '" +
-             StepHarness::Fixture("perftest/ib_send_bw_server_hdr.txt") + "' ;;\n  w4\\ *) cat '" +
-             StepHarness::Fixture("perftest/ib_send_bw_client_hdr100.txt") + "' ;;\n  *) cat '" +
-             StepHarness::Fixture("perftest/ib_send_bw_client_hdr.txt") + "' ;;\nesac");
+  Ssh(h, "perftest/ib_send_bw_client_hdr.txt", 0, "w4", "perftest/ib_send_bw_client_hdr100.txt");
   const auto run = h.Probe("validate.ib-bw", "m");
   EXPECT_EQ(run.status, 1);
   EXPECT_EQ(run.out,
@@ -165,6 +171,8 @@ TEST(IbValidate, ADownPortFailsWithPerftestsMessage) {
   const auto run = h.Probe("validate.ib-bw", "m");
   EXPECT_EQ(run.status, 1);
   EXPECT_EQ(run.out, "ib_send_bw w1<->w2 mlx5_0 failed on w2: Port number 1 state is Down\n");
+  // The waiting server on w1 was stopped by its PID.
+  EXPECT_TRUE(Has(ReadAll(h.dir() / "ssh.log"), "w1: kill 4242\n"));
 }
 
 TEST(IbValidate, WithoutThresholdReportsAndPasses) {
