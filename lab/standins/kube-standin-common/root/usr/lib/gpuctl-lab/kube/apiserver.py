@@ -478,10 +478,12 @@ class Pods:
                      labels=labels)
             total = len(self.nodes)
             hist = sorted("%d %s" % (n, why) for why, n in reasons.items())
-            pre = sorted("%d %s" % (n, "No preemption victims found for incoming pod"
-                                    if why.startswith("Insufficient") else
-                                    "Preemption is not helpful for scheduling")
-                         for why, n in reasons.items())
+            victims = {}
+            for why, n in reasons.items():
+                key = "No preemption victims found for incoming pod" \
+                    if why.startswith("Insufficient") else "Preemption is not helpful for scheduling"
+                victims[key] = victims.get(key, 0) + n
+            pre = sorted("%d %s" % (n, why) for why, n in victims.items())
             self.items[-1]["status"]["conditions"][0]["message"] = (
                 "0/%d nodes are available: %s. preemption: 0/%d nodes are available: %s." %
                 (total, ", ".join(hist), total, ", ".join(pre)))
