@@ -44,65 +44,63 @@ bool Has(const std::string& text, const std::string& part) {
 
 // --- validate.nccl -----------------------------------------------------------
 
-class NcclValidateTest : public ::testing::Test {
- protected:
-  // mpirun prints `fixture` and exits `status`, recording its arguments.
-  static void Mpirun(StepHarness& h, const std::string& fixture, int status) {
-    h.Stub("mpirun", "echo \"$*\" >\"$HOME/mpirun.args\"\ncat '" + StepHarness::Fixture(fixture) +
-                         "'\nexit " + std::to_string(status));
-  }
-};
+constexpr const char* kTwoH100Nodes = "nccl-tests/all_reduce_perf_2x8_h100.txt";
 
-TEST_F(NcclValidateTest, ReportsBusBandwidthAtTheLargestSizeAndPassesAboveTheMinimum) {
-  StepHarness h(Inventory(2, "validation: {nccl_min_busbw_gbps: 300}\n"));
-  Mpirun(h, "nccl-tests/all_reduce_perf_2x8_h100.txt", 0);
-  const auto run = h.Probe("validate.nccl", "m");
+// validate.nccl on two GPU workers with `validation` in the inventory, where
+// mpirun prints `fixture` and exits `status`; `args` gets mpirun's arguments.
+testing::StepRun Nccl(const std::string& validation, const std::string& fixture, int status,
+                      std::string* args = nullptr) {
+  StepHarness h(Inventory(2, validation));
+  h.Stub("mpirun", "echo \"$*\" >\"$HOME/mpirun.args\"\ncat '" + StepHarness::Fixture(fixture) +
+                       "'\nexit " + std::to_string(status));
+  auto run = h.Probe("validate.nccl", "m");
+  if (args != nullptr) *args = ReadAll(h.dir() / "mpirun.args");
+  return run;
+}
+
+TEST(NcclValidate, ReportsBusBandwidthAtTheLargestSizeAndPassesAboveTheMinimum) {
+  std::string args;
+  const auto run = Nccl("validation: {nccl_min_busbw_gbps: 300}\n", kTwoH100Nodes, 0, &args);
   EXPECT_EQ(run.status, 0) << run.out;
   EXPECT_EQ(run.out, "all_reduce_perf 2 nodes x 8 GPUs: busbw 369.12 GB/s at 8G (min 300)\n");
-  const std::string args = ReadAll(h.dir() / "mpirun.args");
   EXPECT_TRUE(Has(args, "-np 2 -H w1,w2 ")) << args;
   EXPECT_TRUE(Has(args, "all_reduce_perf -b 8 -e 8G -f 2 -g 8")) << args;
 }
 
-TEST_F(NcclValidateTest, FailsBelowTheMinimum) {
-  StepHarness h(Inventory(2, "validation: {nccl_min_busbw_gbps: 400}\n"));
-  Mpirun(h, "nccl-tests/all_reduce_perf_2x8_h100.txt", 0);
-  const auto run = h.Probe("validate.nccl", "m");
+TEST(NcclValidate, FailsBelowTheMinimum) {
+  const auto run = Nccl("validation: {nccl_min_busbw_gbps: 400}\n", kTwoH100Nodes, 0);
   EXPECT_EQ(run.status, 1);
   EXPECT_EQ(run.out,
             "all_reduce_perf 2 nodes x 8 GPUs: busbw 369.12 GB/s at 8G, below the minimum 400 "
             "GB/s\n");
 }
 
-TEST_F(NcclValidateTest, WithoutThresholdReportsAndPasses) {
-  StepHarness h(Inventory(2, ""));
-  Mpirun(h, "nccl-tests/all_reduce_perf_2x8_h100.txt", 0);
-  const auto run = h.Probe("validate.nccl", "m");
+TEST(NcclValidate, WithoutThresholdReportsAndPasses) {
+  const auto run = Nccl("", kTwoH100Nodes, 0);
   EXPECT_EQ(run.status, 0) << run.out;
   EXPECT_TRUE(Has(run.out, "busbw 369.12 GB/s at 8G (no threshold)")) << run.out;
 }
 
-TEST_F(NcclValidateTest, AFailedRunNamesTheToolsError) {
-  StepHarness h(Inventory(2, "validation: {nccl_min_busbw_gbps: 300}\n"));
-  Mpirun(h, "nccl-tests/all_reduce_perf_cuda_failure.txt", 1);
-  const auto run = h.Probe("validate.nccl", "m");
+TEST(NcclValidate, AFailedRunNamesTheToolsError) {
+  const auto run = Nccl("validation: {nccl_min_busbw_gbps: 300}\n",
+                        "nccl-tests/all_reduce_perf_cuda_failure.txt", 1);
   EXPECT_EQ(run.status, 1);
   EXPECT_EQ(run.out,
             "all_reduce_perf 2 nodes x 8 GPUs failed (exit 1): dgx-a02: Test CUDA failure "
             "common.cu:892 'CUDA driver version is insufficient for CUDA runtime version'\n");
 }
 
-TEST_F(NcclValidateTest, OneGpuWorkerRunsOnItsOwnOverSsh) {
+TEST(NcclValidate, OneGpuWorkerRunsOnItsOwnOverSsh) {
   StepHarness h(Inventory(1, ""));
-  h.Stub("ssh", "echo \"$*\" >\"$HOME/ssh.args\"\ncat '" +
-                    StepHarness::Fixture("nccl-tests/all_reduce_perf_2x8_h100.txt") + "'");
+  h.Stub("ssh",
+         "echo \"$*\" >\"$HOME/ssh.args\"\ncat '" + StepHarness::Fixture(kTwoH100Nodes) + "'");
   const auto run = h.Probe("validate.nccl", "m");
   EXPECT_EQ(run.status, 0) << run.out;
   EXPECT_TRUE(Has(run.out, "all_reduce_perf 1 node x 8 GPUs: busbw 369.12")) << run.out;
   EXPECT_TRUE(Has(ReadAll(h.dir() / "ssh.args"), "w1 all_reduce_perf -b 8 -e 8G -f 2 -g 8"));
 }
 
-TEST_F(NcclValidateTest, NoGpuWorkersIsNothingToRun) {
+TEST(NcclValidate, NoGpuWorkersIsNothingToRun) {
   StepHarness h(Inventory(0, ""));
   const auto run = h.Probe("validate.nccl", "m");
   EXPECT_EQ(run.status, 0);
