@@ -54,8 +54,9 @@ class PerftestStandin : public ::testing::Test {
 
 double Average(const std::string& out) {
   std::smatch m;
-  std::regex row(R"(\n #bytes     #iterations    BW peak\[Gb/sec\]    BW average\[Gb/sec\]   )"
-                 R"(MsgRate\[Mpps\]\n 65536      1000 +[0-9.]+ +([0-9.]+)\t\t   [0-9.]+\n-{87}\n)");
+  std::regex row(
+      R"(\n #bytes     #iterations    BW peak\[Gb/sec\]    BW average\[Gb/sec\]   )"
+      R"(MsgRate\[Mpps\]\n 65536      1000 +[0-9.]+ +([0-9.]+) *\t\t   [0-9.]+\n-{87}\n)");
   return std::regex_search(out, m, row) ? std::stod(m[1].str()) : -1;
 }
 
