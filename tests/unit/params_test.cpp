@@ -45,7 +45,7 @@ nodes:
 TEST(Params, KnownParametersAreSortedAndComplete) {
   const auto& names = KnownParameters();
   EXPECT_TRUE(std::is_sorted(names.begin(), names.end()));
-  EXPECT_EQ(names.size(), 38U);
+  EXPECT_EQ(names.size(), 41U);
   EXPECT_TRUE(IsKnownParameter("driver_branch"));
   EXPECT_FALSE(IsKnownParameter("driver"));
   // Every known name has a value, and nothing else does.
@@ -55,6 +55,15 @@ TEST(Params, KnownParametersAreSortedAndComplete) {
   for (const auto& name : names) {
     EXPECT_EQ(values.count(name), 1U) << name;
   }
+}
+
+TEST(Params, ValidationThresholdsAreEmptyUnlessSet) {
+  Inventory inv = Load(kCluster);
+  EXPECT_EQ(ParameterValues(inv, inv.nodes[0]).at("nccl_min_busbw"), "");
+  inv =
+      Load(std::string(kCluster) + "validation: {nccl_min_busbw_gbps: 150, ib_min_bw_gbps: 180}\n");
+  EXPECT_EQ(ParameterValues(inv, inv.nodes[0]).at("nccl_min_busbw"), "150");
+  EXPECT_EQ(ParameterValues(inv, inv.nodes[0]).at("ib_min_bw"), "180");
 }
 
 TEST(Params, NodeValues) {
@@ -125,6 +134,20 @@ TEST(Params, HostsListsManagementThenIbAddresses) {
   const Inventory inv = Load(kCluster);
   EXPECT_EQ(ParameterValues(inv, inv.nodes[0]).at("hosts"),
             "198.18.0.10 m1\n198.18.0.11 w1\n198.18.0.12 w2\n198.18.0.20 s1\n10.10.0.11 w1-ib");
+}
+
+TEST(Params, GpuNodesNamesEveryNodeWithGpusOnEveryNode) {
+  const Inventory inv = Load(kCluster);
+  for (const Node& node : inv.nodes) {
+    EXPECT_EQ(ParameterValues(inv, node).at("gpu_nodes"), "w1 198.18.0.11") << node.name;
+  }
+  const Inventory two = Load(R"(cluster: c
+nodes:
+  - {name: m, address: 10.0.0.1, os: ubuntu-22.04, roles: [master]}
+  - {name: a, address: "fd00::2", os: rocky-9, roles: [worker], hardware: {gpus: {model: H100, count: 8}}}
+  - {name: b, address: b.example, os: ubuntu-22.04, roles: [worker], hardware: {gpus: {model: H100, count: 4}}}
+)");
+  EXPECT_EQ(ParameterValues(two, two.nodes[0]).at("gpu_nodes"), "a fd00::2\nb b.example");
 }
 
 TEST(Params, Nfs) {
