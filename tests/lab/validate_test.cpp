@@ -28,7 +28,7 @@ class ValidateLabTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (const std::string why = test::MissingPrerequisite(); !why.empty()) GTEST_SKIP() << why;
-    lab_ = std::make_unique<Lab>(fmt::format("v{}", getpid()));
+    lab_ = std::make_unique<Lab>(fmt::format("va{}", getpid()));
     std::string log;
     ASSERT_TRUE(lab_->Up(&log, "--profile mixed")) << log;
     dir_ = fs::path(lab_->Env("LAB_STATE")) / "validate-test";
