@@ -42,6 +42,24 @@ std::string IbPorts(const Node& node) {
   return yaml::Join(ports, " ");
 }
 
+// One line per worker with GPUs: "name gpus dev:port,dev:port" ("-" when the
+// node has no IB port), for the validation steps run from the master.
+std::string GpuWorkers(const Inventory& inv) {
+  std::vector<std::string> lines;
+  for (const Node* n : inv.WithRole(Role::kWorker)) {
+    if (n->GpuCount() == 0) {
+      continue;
+    }
+    std::vector<std::string> ports;
+    for (const auto& p : n->hardware.ib) {
+      ports.push_back(fmt::format("{}:{}", p.device, p.port));
+    }
+    lines.push_back(fmt::format("{} {} {}", n->name, n->GpuCount(),
+                                ports.empty() ? "-" : yaml::Join(ports, ",")));
+  }
+  return yaml::Join(lines, "\n");
+}
+
 // /etc/hosts lines: every management address, then the IB addresses as
 // <name>-ib so MPI and NCCL can be pointed at the fabric by name.
 std::string Hosts(const Inventory& inv) {
@@ -150,6 +168,7 @@ const std::vector<std::string>& KnownParameters() {
         "gpu_counts",
         "gpu_nodes",
         "gpu_operator_version",
+        "gpu_workers",
         "hosts",
         "ib_min_bw",
         "ib_ports",
@@ -224,6 +243,7 @@ std::map<std::string, std::string> ParameterValues(const Inventory& inventory, c
       {"master_address", master != nullptr ? master->address : ""},
       {"hosts", Hosts(inv)},
       {"worker_names", Names(inv.WithRole(Role::kWorker), " ")},
+      {"gpu_workers", GpuWorkers(inv)},
       {"orchestrator", ToString(inv.orchestrator)},
       {"disable_firewall", Bool(inv.policy.disable_firewall)},
       {"disable_selinux", Bool(inv.policy.disable_selinux)},

@@ -45,7 +45,7 @@ nodes:
 TEST(Params, KnownParametersAreSortedAndComplete) {
   const auto& names = KnownParameters();
   EXPECT_TRUE(std::is_sorted(names.begin(), names.end()));
-  EXPECT_EQ(names.size(), 42U);
+  EXPECT_EQ(names.size(), 43U);
   EXPECT_TRUE(IsKnownParameter("driver_branch"));
   EXPECT_FALSE(IsKnownParameter("driver"));
   // Every known name has a value, and nothing else does.
@@ -108,6 +108,26 @@ TEST(Params, ClusterValues) {
   EXPECT_EQ(v.at("disable_firewall"), "true");
   EXPECT_EQ(v.at("disable_selinux"), "false");
   EXPECT_EQ(v.at("docker"), "false");
+}
+
+TEST(Params, GpuWorkersListsWorkersWithGpusAndTheirIbPorts) {
+  const Inventory inv = Load(kCluster);
+  EXPECT_EQ(ParameterValues(inv, inv.nodes[0]).at("gpu_workers"), "w1 8 mlx5_0:1,mlx5_1:1");
+  const Inventory two = Load(R"(cluster: t
+nodes:
+  - {name: m, address: 198.18.0.1, os: ubuntu-22.04, roles: [master]}
+  - name: a
+    address: 198.18.0.2
+    os: ubuntu-22.04
+    roles: [worker]
+    hardware: {gpus: {model: A100, count: 4}}
+  - name: b
+    address: 198.18.0.3
+    os: rocky-9
+    roles: [worker]
+    hardware: {gpus: {model: A100, count: 8}, ib: [{device: mlx5_2, port: 2}]}
+)");
+  EXPECT_EQ(ParameterValues(two, two.nodes[0]).at("gpu_workers"), "a 4 -\nb 8 mlx5_2:2");
 }
 
 TEST(Params, HostsListsManagementThenIbAddresses) {

@@ -19,6 +19,7 @@ import hmac
 import ipaddress
 import json
 import os
+import re
 import sys
 import threading
 import time
@@ -234,6 +235,7 @@ class Pods:
     def __init__(self, s, t):
         self.s, self.t = s, t
         self.items, self.workloads = [], {}
+        self.logs = {}  # (namespace, pod) -> log text, for pods that ran
         self.ipnext = {}
         self.nodes = [r for r in sorted(s.get("nodes", {}).values(), key=lambda r: r["created"])]
         self.health = {r["name"]: node_health(r, t) for r in self.nodes}
@@ -432,6 +434,8 @@ class Pods:
                 self.add(ns, "%s-%s-%s" % (name, rs, sfx("%s%d" % (name, i))), node, wl,
                          o["created"], "Running" if node else "Pending", containers, init,
                          host_net, labels)
+        elif kind == "Pod" and gpu_request(spec):
+            self.gpu_pod(o, spec, tolerate_cp)
         elif kind == "Pod":
             pspec = spec
             want = pspec.get("nodeName")
@@ -442,6 +446,61 @@ class Pods:
                      "Running" if ok else "Pending",
                      tuple(c.get("name", "c") for c in pspec.get("containers") or [{}]),
                      labels=dict((o["body"].get("metadata") or {}).get("labels") or {}))
+
+    def gpu_pod(self, o, spec, tolerate_cp):
+        """A bare pod asking for nvidia.com/gpu: the scheduler places it on a
+        node advertising enough GPUs; it runs to completion there (the lab
+        runs no containers: a container running nvidia-smi logs that node's
+        `nvidia-smi -L`, as the kubelet last saw it). Else it stays Pending
+        with the scheduler's message."""
+        ns, name, want = o["namespace"], o["name"], gpu_request(spec)
+        containers = tuple(c.get("name", "c") for c in spec.get("containers") or [{}])
+        labels = dict((o["body"].get("metadata") or {}).get("labels") or {})
+        reasons, node = {}, None
+        for r in self.nodes:
+            if spec.get("nodeName") and r["name"] != spec["nodeName"]:
+                continue
+            gs = gpu_state(self.s, r, self.ready(r["name"]))
+            if not self.ready(r["name"]):
+                why = "node(s) had untolerated taint {node.kubernetes.io/not-ready: }"
+            elif self.cp(r) and not tolerate_cp:
+                why = "node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }"
+            elif r.get("unschedulable"):
+                why = "node(s) were unschedulable"
+            elif not gs or gs["count"] < want:
+                why = "Insufficient nvidia.com/gpu"
+            else:
+                node = r
+                break
+            reasons[why] = reasons.get(why, 0) + 1
+        if node is None:
+            self.add(ns, name, None, (None, ns, None), o["created"], "Pending", containers,
+                     labels=labels)
+            total = len(self.nodes)
+            hist = sorted("%d %s" % (n, why) for why, n in reasons.items())
+            victims = {}
+            for why, n in reasons.items():
+                key = "No preemption victims found for incoming pod" \
+                    if why.startswith("Insufficient") else "Preemption is not helpful for scheduling"
+                victims[key] = victims.get(key, 0) + n
+            pre = sorted("%d %s" % (n, why) for why, n in victims.items())
+            self.items[-1]["status"]["conditions"][0]["message"] = (
+                "0/%d nodes are available: %s. preemption: 0/%d nodes are available: %s." %
+                (total, ", ".join(hist), total, ", ".join(pre)))
+            return
+        self.add(ns, name, node, (None, ns, None), o["created"], "Completed", containers,
+                 labels=labels)
+        self.items[-1]["spec"]["containers"][0]["resources"] = {
+            "limits": {"nvidia.com/gpu": str(want)}}
+        runs_smi = any("nvidia-smi" in " ".join(str(w) for w in (c.get("command") or []) +
+                                                (c.get("args") or []))
+                       for c in spec.get("containers") or [])
+        listing = ((node.get("report") or {}).get("devices") or {}).get("listing") or ""
+        # A container gets the GPUs it asked for, renumbered from 0.
+        lines = [ln for ln in listing.splitlines() if ln.startswith("GPU ")][:want]
+        self.logs[(ns, name)] = "".join(
+            re.sub(r"^GPU \d+:", "GPU %d:" % i, ln) + "\n" for i, ln in enumerate(lines)) \
+            if runs_smi else ""
 
     def gpu_operator(self, rel):
         ns, rname, t0 = rel["namespace"], rel["name"], rel["firstDeployed"]
@@ -505,6 +564,33 @@ class Pods:
                 self.add(ns, "nvidia-cuda-validator-%s" % sfx("cudaval" + r["uid"]), r,
                          (None, ns, None), t0, "Completed", ("nvidia-cuda-validator",), 1,
                          labels={"app": "nvidia-cuda-validator"})
+
+
+def gpu_request(spec):
+    """GPUs a pod spec asks for (limits, else requests, summed over containers)."""
+    total = 0
+    for c in spec.get("containers") or []:
+        res = c.get("resources") or {}
+        value = (res.get("limits") or {}).get("nvidia.com/gpu") or \
+            (res.get("requests") or {}).get("nvidia.com/gpu") or 0
+        try:
+            total += int(value)
+        except (TypeError, ValueError):
+            pass
+    return total
+
+
+def pod_log(s, t, ns, name):
+    pods = Pods(s, t).build()
+    p = next((p for p in pods.items if p["metadata"]["namespace"] == ns and
+              p["metadata"]["name"] == name), None)
+    if p is None:
+        raise Http(404, "NotFound", "pods \"%s\" not found" % name)
+    if (ns, name) in pods.logs or p["status"]["phase"] == "Running":
+        return 200, pods.logs.get((ns, name), "")
+    c = p["spec"]["containers"][0]["name"]
+    raise Http(400, "BadRequest", "container \"%s\" in pod \"%s\" is waiting to start: "
+               "ContainerCreating" % (c, name))
 
 
 def is_flannel(o):
@@ -1052,6 +1138,8 @@ def core_route(s, method, parts, b, t):
                 do_apply(s, [{"apiVersion": "v1", "kind": "Namespace",
                               "metadata": {"name": parts[1]}}], "default", True, t)
             return 200, ns_view(parts[1], v)
+        if len(parts) == 5 and parts[2] == "pods" and parts[4] == "log" and method == "GET":
+            return pod_log(s, t, parts[1], parts[3])
         if len(parts) >= 3 and parts[2] == "pods" and method == "GET":
             pods = [p for p in Pods(s, t).build().sorted_items()
                     if p["metadata"]["namespace"] == parts[1]]

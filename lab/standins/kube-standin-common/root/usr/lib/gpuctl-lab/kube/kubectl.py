@@ -47,9 +47,9 @@ SPEC = {
     "minify": "bool", "flatten": "bool", "cluster": "str", "user": "str", "server": "str",
     "show-kind": "bool", "label-columns": "list", "field-manager": "str",
     "force-conflicts": "bool", "record": "bool", "save-config": "bool", "prune": "bool",
-    "chunk-size": "str", "show-events": "str",
+    "chunk-size": "str", "show-events": "str", "container": "str",
 }
-ALIASES = {"n": "namespace", "A": "all-namespaces", "o": "output", "l": "selector",
+ALIASES = {"c": "container", "n": "namespace", "A": "all-namespaces", "o": "output", "l": "selector",
            "f": "filename", "w": "watch", "R": "recursive", "L": "label-columns", "s": "server"}
 
 
@@ -713,6 +713,17 @@ def cmd_delete(ctx, args, opts):
     return rc
 
 
+def cmd_logs(ctx, args):
+    """kubectl logs POD (or pod/POD): what the pod's container printed."""
+    if len(args) != 1:
+        err("error: expected 'logs [-f] [-p] (POD | TYPE/NAME) [-c CONTAINER]'.\n"
+            "POD or TYPE/NAME is a required argument for the logs command")
+    name = args[0].split("/", 1)[1] if args[0].startswith(("pod/", "pods/", "po/")) else args[0]
+    text = ctx.call("GET", "/api/v1/namespaces/%s/pods/%s/log" % (ctx.namespace, name))
+    sys.stdout.write(text if isinstance(text, str) else "")
+    return 0
+
+
 def _condition(obj, ctype, want):
     for c in obj.get("status", {}).get("conditions") or []:
         if c.get("type", "").lower() == ctype.lower():
@@ -1058,6 +1069,8 @@ def main(argv):
         return cmd_delete(ctx, args, opts)
     if verb == "wait":
         return cmd_wait(ctx, args, opts)
+    if verb == "logs":
+        return cmd_logs(ctx, args)
     if verb == "rollout":
         return cmd_rollout(ctx, args, opts)
     if verb == "label":

@@ -808,7 +808,7 @@ def nvidia_devices():
     if r.returncode != 0 or not gpus:
         msg = (r.stdout + r.stderr).strip().splitlines()
         return {"ok": False, "count": 0, "error": msg[0] if msg else "exit %d" % r.returncode}
-    return {"ok": True, "count": len(gpus), "product": gpus[0].strip()}
+    return {"ok": True, "count": len(gpus), "product": gpus[0].strip(), "listing": r.stdout}
 
 
 def cni_configured():

@@ -1,0 +1,233 @@
+// The deep validation steps (playbooks/90-validate.yaml) read the tools as
+// the real ones answer: all_reduce_perf's report (tests/fixtures/nccl-tests/),
+// ib_send_bw's (tests/fixtures/perftest/), and a pod's `nvidia-smi -L` log (the
+// real H100 capture). mpirun, ssh and kubectl are stubs that print them.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "support/step_harness.h"
+
+namespace gpuctl {
+namespace {
+
+using testing::StepHarness;
+
+// A master and `workers` GPU workers w1..wN with one IB port each, plus the
+// given `validation:` block (may be empty).
+std::string Inventory(int workers, const std::string& validation) {
+  std::string text = "cluster: t\norchestrator: kubernetes\n" + validation +
+                     "nodes:\n  - {name: m, address: 198.18.0.1, os: ubuntu-22.04, "
+                     "roles: [master]}\n";
+  for (int i = 1; i <= workers; ++i) {
+    const std::string n = std::to_string(i);
+    text += "  - name: w" + n + "\n    address: 198.18.0.1" + n +
+            "\n    os: " + (i % 2 == 0 ? "rocky-9" : "ubuntu-22.04") +
+            "\n    roles: [worker]\n"
+            "    hardware:\n      gpus: {model: NVIDIA H100 80GB HBM3, count: 8}\n"
+            "      ib: [{device: mlx5_0, port: 1, rate: 200}]\n";
+  }
+  return text;
+}
+
+std::string ReadAll(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+bool Has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// --- validate.nccl -----------------------------------------------------------
+
+constexpr const char* kTwoH100Nodes = "nccl-tests/all_reduce_perf_2x8_h100.txt";
+
+// validate.nccl on two GPU workers with `validation` in the inventory, where
+// mpirun prints `fixture` and exits `status`; `args` gets mpirun's arguments.
+testing::StepRun Nccl(const std::string& validation, const std::string& fixture, int status,
+                      std::string* args = nullptr) {
+  StepHarness h(Inventory(2, validation));
+  h.Stub("mpirun", "echo \"$*\" >\"$HOME/mpirun.args\"\ncat '" + StepHarness::Fixture(fixture) +
+                       "'\nexit " + std::to_string(status));
+  auto run = h.Probe("validate.nccl", "m");
+  if (args != nullptr) *args = ReadAll(h.dir() / "mpirun.args");
+  return run;
+}
+
+TEST(NcclValidate, ReportsBusBandwidthAtTheLargestSizeAndPassesAboveTheMinimum) {
+  std::string args;
+  const auto run = Nccl("validation: {nccl_min_busbw_gbps: 300}\n", kTwoH100Nodes, 0, &args);
+  EXPECT_EQ(run.status, 0) << run.out;
+  EXPECT_EQ(run.out, "all_reduce_perf 2 nodes x 8 GPUs: busbw 369.12 GB/s at 8G (min 300)\n");
+  EXPECT_TRUE(Has(args, "-np 2 -H w1,w2 ")) << args;
+  EXPECT_TRUE(Has(args, "all_reduce_perf -b 8 -e 8G -f 2 -g 8")) << args;
+}
+
+TEST(NcclValidate, FailsBelowTheMinimum) {
+  const auto run = Nccl("validation: {nccl_min_busbw_gbps: 400}\n", kTwoH100Nodes, 0);
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.out,
+            "all_reduce_perf 2 nodes x 8 GPUs: busbw 369.12 GB/s at 8G, below the minimum 400 "
+            "GB/s\n");
+}
+
+TEST(NcclValidate, WithoutThresholdReportsAndPasses) {
+  const auto run = Nccl("", kTwoH100Nodes, 0);
+  EXPECT_EQ(run.status, 0) << run.out;
+  EXPECT_TRUE(Has(run.out, "busbw 369.12 GB/s at 8G (no threshold)")) << run.out;
+}
+
+TEST(NcclValidate, AFailedRunNamesTheToolsError) {
+  const auto run = Nccl("validation: {nccl_min_busbw_gbps: 300}\n",
+                        "nccl-tests/all_reduce_perf_cuda_failure.txt", 1);
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.out,
+            "all_reduce_perf 2 nodes x 8 GPUs failed (exit 1): dgx-a02: Test CUDA failure "
+            "common.cu:892 'CUDA driver version is insufficient for CUDA runtime version'\n");
+}
+
+TEST(NcclValidate, OneGpuWorkerRunsOnItsOwnOverSsh) {
+  StepHarness h(Inventory(1, ""));
+  h.Stub("ssh",
+         "echo \"$*\" >\"$HOME/ssh.args\"\ncat '" + StepHarness::Fixture(kTwoH100Nodes) + "'");
+  const auto run = h.Probe("validate.nccl", "m");
+  EXPECT_EQ(run.status, 0) << run.out;
+  EXPECT_TRUE(Has(run.out, "all_reduce_perf 1 node x 8 GPUs: busbw 369.12")) << run.out;
+  EXPECT_TRUE(Has(ReadAll(h.dir() / "ssh.args"), "w1 all_reduce_perf -b 8 -e 8G -f 2 -g 8"));
+}
+
+TEST(NcclValidate, NoGpuWorkersIsNothingToRun) {
+  StepHarness h(Inventory(0, ""));
+  const auto run = h.Probe("validate.nccl", "m");
+  EXPECT_EQ(run.status, 0);
+  EXPECT_EQ(run.out, "all_reduce_perf: no GPU workers in the inventory, nothing to run\n");
+}
+
+// --- validate.ib-bw ----------------------------------------------------------
+
+// ssh as the pair test sees it: the server side (the command ends in
+// --report_gbits) prints a PID and the server sample, and stays until its
+// client has succeeded or it is killed; a client prints `client` and exits
+// `client_status`, or on `slow_host` prints `slow` (to stderr when it fails).
+// Every call is appended to $HOME/ssh.log.
+void Ssh(StepHarness& h, const std::string& client, int client_status = 0,
+         const std::string& slow_host = "", const std::string& slow = "") {
+  const std::string server = StepHarness::Fixture("perftest/ib_send_bw_server_hdr.txt");
+  const std::string other = StepHarness::Fixture(slow.empty() ? client : slow);
+  h.Stub("ssh",
+         "while [ \"$1\" = -o ]; do shift 2; done\nhost=$1; shift\n"
+         "echo \"$host: $*\" >>\"$HOME/ssh.log\"\n"
+         "case \"$*\" in\n"
+         "  kill\\ *) touch \"$HOME/killed\" ;;\n"
+         "  *'--report_gbits') echo 4242; cat '" +
+             server +
+             "'\n"
+             "    n=0; until [ -e \"$HOME/client-ok\" ] || [ -e \"$HOME/killed\" ] || [ $n -ge 200 "
+             "]; do\n"
+             "      n=$((n + 1)); sleep 0.05; done\n"
+             "    rm -f \"$HOME/client-ok\" \"$HOME/killed\" ;;\n"
+             "  *) if [ \"$host\" = '" +
+             slow_host + "' ]; then\n" + "      if [ " + std::to_string(client_status) +
+             " -ne 0 ]; then cat '" + other + "' >&2; exit " + std::to_string(client_status) +
+             "; fi\n      cat '" + other + "'\n    else cat '" + StepHarness::Fixture(client) +
+             "'\n    fi\n    touch \"$HOME/client-ok\" ;;\nesac");
+}
+
+TEST(IbValidate, PairsConsecutiveWorkersAndTheOddOneWithTheFirst) {
+  StepHarness h(Inventory(3, "validation: {ib_min_bw_gbps: 150}\n"));
+  Ssh(h, "perftest/ib_send_bw_client_hdr.txt");
+  const auto run = h.Probe("validate.ib-bw", "m");
+  EXPECT_EQ(run.status, 0) << run.out;
+  EXPECT_EQ(run.out,
+            "ib_send_bw: w1<->w2 196.52 Gb/s (mlx5_0) w3<->w1 196.52 Gb/s (mlx5_0) (min 150)\n");
+  const std::string log = ReadAll(h.dir() / "ssh.log");
+  EXPECT_TRUE(
+      Has(log, "w1: echo $$; exec timeout 60 ib_send_bw -d mlx5_0 -i 1 -F --report_gbits\n"))
+      << log;
+  EXPECT_TRUE(Has(log, "w2: ib_send_bw -d mlx5_0 -i 1 -F --report_gbits w1\n")) << log;
+  EXPECT_TRUE(Has(log, "w3: echo $$; exec timeout 60 ib_send_bw")) << log;
+  EXPECT_TRUE(Has(log, "w1: ib_send_bw -d mlx5_0 -i 1 -F --report_gbits w3\n")) << log;
+}
+
+TEST(IbValidate, FailsOnTheFirstPairBelowTheMinimum) {
+  StepHarness h(Inventory(4, "validation: {ib_min_bw_gbps: 150}\n"));
+  Ssh(h, "perftest/ib_send_bw_client_hdr.txt", 0, "w4", "perftest/ib_send_bw_client_hdr100.txt");
+  const auto run = h.Probe("validate.ib-bw", "m");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.out,
+            "ib_send_bw: w1<->w2 196.52 Gb/s (mlx5_0) w3<->w4 97.61 Gb/s (mlx5_0), below the "
+            "minimum 150 Gb/s\n");
+}
+
+TEST(IbValidate, ADownPortFailsWithPerftestsMessage) {
+  StepHarness h(Inventory(2, ""));
+  Ssh(h, "perftest/ib_send_bw_client_hdr.txt", 1, "w2", "perftest/ib_send_bw_port_down.txt");
+  const auto run = h.Probe("validate.ib-bw", "m");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.out, "ib_send_bw w1<->w2 mlx5_0 failed on w2: Port number 1 state is Down\n");
+  // The waiting server on w1 was stopped by its PID.
+  EXPECT_TRUE(Has(ReadAll(h.dir() / "ssh.log"), "w1: kill 4242\n"));
+}
+
+TEST(IbValidate, WithoutThresholdReportsAndPasses) {
+  StepHarness h(Inventory(2, ""));
+  Ssh(h, "perftest/ib_send_bw_client_hdr.txt");
+  const auto run = h.Probe("validate.ib-bw", "m");
+  EXPECT_EQ(run.status, 0) << run.out;
+  EXPECT_EQ(run.out, "ib_send_bw: w1<->w2 196.52 Gb/s (mlx5_0) (no threshold)\n");
+}
+
+// --- validate.gpu-pod --------------------------------------------------------
+
+// kubectl: the pod ends in `phase` on w1; its log is `log` (a fixture or "").
+void Kubectl(StepHarness& h, const std::string& phase, const std::string& log) {
+  h.Stub("sleep", "exit 0");  // the probe polls the phase; no need to wait here
+  h.Stub("kubectl",
+         "echo \"$*\" >>\"$HOME/kubectl.log\"\ncase \"$*\" in\n"
+         "  apply*) cat >\"$HOME/pod.yaml\"; echo 'pod/gpuctl-validate-gpu created' ;;\n"
+         "  *status.phase*) printf " +
+             phase +
+             " ;;\n"
+             "  *spec.nodeName*) printf w1 ;;\n"
+             "  *PodScheduled*) printf '0/3 nodes are available: 1 Insufficient nvidia.com/gpu.' "
+             ";;\n  logs*) " +
+             (log.empty() ? std::string("true") : "cat '" + StepHarness::Fixture(log) + "'") +
+             " ;;\nesac");
+}
+
+TEST(GpuPodValidate, PassesWhenThePodListsAGpu) {
+  StepHarness h(Inventory(1, ""));
+  Kubectl(h, "Succeeded", "nvidia-smi/h100-80gb-hbm3/L.txt");
+  const auto run = h.Probe("validate.gpu-pod", "m");
+  EXPECT_EQ(run.status, 0) << run.out;
+  EXPECT_EQ(run.out, "GPU pod on w1: GPU 0: NVIDIA H100 80GB HBM3\n");
+  const std::string pod = ReadAll(h.dir() / "pod.yaml");
+  EXPECT_TRUE(Has(pod, "nvidia.com/gpu: 1")) << pod;
+  EXPECT_TRUE(Has(pod, "restartPolicy: Never")) << pod;
+  EXPECT_TRUE(Has(ReadAll(h.dir() / "kubectl.log"), "delete pod gpuctl-validate-gpu -n default"));
+}
+
+TEST(GpuPodValidate, APendingPodReportsTheSchedulersMessage) {
+  StepHarness h(Inventory(1, ""));
+  Kubectl(h, "Pending", "");
+  const auto run = h.Probe("validate.gpu-pod", "m");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.out,
+            "GPU pod still Pending after 180 s: 0/3 nodes are available: 1 Insufficient "
+            "nvidia.com/gpu.\n");
+}
+
+TEST(GpuPodValidate, ASucceededPodWithoutGpusFails) {
+  StepHarness h(Inventory(1, ""));
+  Kubectl(h, "Succeeded", "");
+  const auto run = h.Probe("validate.gpu-pod", "m");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_TRUE(Has(run.out, "GPU pod on w1 ran, but nvidia-smi -L listed no GPU")) << run.out;
+}
+
+}  // namespace
+}  // namespace gpuctl
