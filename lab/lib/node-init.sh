@@ -67,8 +67,15 @@ mount -t tmpfs -o mode=1777,nosuid,nodev,size=64m tmpfs "$m/dev/shm"
 mkdir -p "$m/srv/gpuctl-repo"
 mount --bind -o ro "$REPO" "$m/srv/gpuctl-repo"
 
+# The lab's own state (every node's disk) must not show inside a node, yet the
+# path stays the node's to use, as on a real machine (the Kubernetes
+# stand-in keeps its API state under /var/lib/gpuctl-lab): it is covered by a
+# directory of this node's own, kept beside its disk so it survives reboots.
 for h in $HIDE; do
-  [ "$h" != / ] && [ -d "$m$h" ] && mount -t tmpfs -o ro,mode=755,size=4k tmpfs "$m$h"
+  if [ "$h" != / ] && [ -d "$m$h" ]; then
+    mkdir -p "$node_dir/hidden$h"
+    mount --bind "$node_dir/hidden$h" "$m$h"
+  fi
 done
 
 cd "$m"

@@ -10,7 +10,8 @@ void AddGlobalOptions(CLI::App& app, GlobalOptions& global) {
   app.add_option("--only", global.only,
                  "Work on these steps only, with the steps they depend on: a step id "
                  "(k8s.join) or a group (k8s); repeatable")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->envname("GPUCTL_ONLY");
   app.add_flag("--no-color", global.no_color, "Plain output without ANSI colours")
       ->envname("NO_COLOR");
   app.add_option("-o,--output", global.output, "Output format")

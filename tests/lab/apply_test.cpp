@@ -25,6 +25,9 @@ class ApplyLabTest : public ::testing::Test {
   // Each case gets its own lab (ctest runs cases as separate processes).
   void SetUp() override {
     if (const std::string why = test::MissingPrerequisite(); !why.empty()) GTEST_SKIP() << why;
+    // What apply itself does (resume, locks, drift, rolling reboots) shows on
+    // the OS and GPU layers, reboots included, without the whole stack.
+    test::OnlySteps("os,gpu");
     lab_ = std::make_unique<Lab>("a" + std::to_string(getpid()));
     std::string log;
     ASSERT_TRUE(lab_->Up(&log, Shape())) << log;

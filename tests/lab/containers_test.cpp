@@ -49,24 +49,10 @@ constexpr const char* kDumpGet = R"(containerd config dump | awk -v t="$T" -v k=
   /^[ \t]*\[/ { h = $0; gsub(/[][ \t"]/, "", h); cur = h; next }
   cur == t && $1 == k { sub(/^[^=]*=[ \t]*/, ""); gsub(/"/, ""); print; exit }')";
 
-class ContainersLabTest : public ::testing::Test {
+class ContainersLabTest : public test::LabCase {
  protected:
-  void SetUp() override {
-    if (const std::string why = test::MissingPrerequisite(); !why.empty()) GTEST_SKIP() << why;
-    lab_ = std::make_unique<Lab>(fmt::format("c{}", getpid()));
-    std::string log;
-    ASSERT_TRUE(lab_->Up(&log, "--profile mixed")) << log;
-    runs_ = fs::path(lab_->Env("LAB_STATE")) / "test-runs";
-  }
-  void TearDown() override {
-    if (lab_ != nullptr) lab_->Down(/*purge=*/true);
-  }
-
-  Result Gpuctl(const std::string& args) const {
-    return Shell(std::string("NO_COLOR=1 ") + GPUCTL_BINARY + " " + args + " " +
-                 Quote(lab_->Env("LAB_INVENTORY")) + " 2>&1 </dev/null");
-  }
-  std::string RunDir(const std::string& name) const { return (runs_ / name).string(); }
+  std::string Prefix() const override { return "c"; }
+  std::string Only() const override { return "containers"; }
 
   std::string Live(const std::string& node, const std::string& table,
                    const std::string& key) const {
@@ -77,9 +63,6 @@ class ContainersLabTest : public ::testing::Test {
   std::string Sha(const std::string& node) const {
     return Trim(lab_->Ssh(node, "sha256sum </etc/containerd/config.toml").out);
   }
-
-  std::unique_ptr<Lab> lab_;
-  fs::path runs_;
 };
 
 TEST_F(ContainersLabTest, ConvergesOnBothFamiliesAndKeepsTheGpuOperatorsEdits) {

@@ -33,6 +33,7 @@ class GpuStackLabTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (!test::MissingPrerequisite().empty()) return;
+    test::OnlySteps("gpu,cuda,ib,monitor");
     lab_ = new Lab(fmt::format("gs{}", getpid()));
     if (!lab_->Up(&up_log_, "--profile mixed")) return;
     runs_ = fs::path(lab_->Env("LAB_STATE")) / "test-runs";

@@ -23,30 +23,13 @@ using test::Shell;
 using test::Trim;
 namespace fs = std::filesystem;
 
-class KubernetesLabTest : public ::testing::Test {
+class KubernetesLabTest : public test::LabCase {
  protected:
-  void SetUp() override {
-    if (const std::string why = test::MissingPrerequisite(); !why.empty()) GTEST_SKIP() << why;
-    lab_ = std::make_unique<Lab>(fmt::format("k{}", getpid()));
-    std::string log;
-    ASSERT_TRUE(lab_->Up(&log, "--profile mixed")) << log;
-    runs_ = fs::path(lab_->Env("LAB_STATE")) / "test-runs";
-  }
-  void TearDown() override {
-    if (lab_ != nullptr) lab_->Down(/*purge=*/true);
-  }
-
-  Result Gpuctl(const std::string& args) const {
-    return Shell(std::string("NO_COLOR=1 ") + GPUCTL_BINARY + " " + args + " " +
-                 Quote(lab_->Env("LAB_INVENTORY")) + " 2>&1 </dev/null");
-  }
-  std::string RunDir(const std::string& name) const { return (runs_ / name).string(); }
+  std::string Prefix() const override { return "k"; }
+  std::string Only() const override { return "k8s"; }
   std::string Master(const std::string& command) const {
     return Trim(lab_->Ssh("master1", command).out);
   }
-
-  std::unique_ptr<Lab> lab_;
-  fs::path runs_;
 };
 
 TEST_F(KubernetesLabTest, InitCniJoinReadyOperatorOnAptAndDnfWorkersThenNothingToDo) {

@@ -26,24 +26,10 @@ namespace fs = std::filesystem;
 const std::vector<std::string> kNodesChecked = {"worker1", "worker2"};
 constexpr const char* kAdminLine = "192.0.2.7 admin-added.example admin-added";
 
-class OsIdentityLabTest : public ::testing::Test {
+class OsIdentityLabTest : public test::LabCase {
  protected:
-  void SetUp() override {
-    if (const std::string why = test::MissingPrerequisite(); !why.empty()) GTEST_SKIP() << why;
-    lab_ = std::make_unique<Lab>(fmt::format("o{}", getpid()));
-    std::string log;
-    ASSERT_TRUE(lab_->Up(&log, "--profile mixed")) << log;
-    runs_ = fs::path(lab_->Env("LAB_STATE")) / "test-runs";
-  }
-  void TearDown() override {
-    if (lab_ != nullptr) lab_->Down(/*purge=*/true);
-  }
-
-  Result Gpuctl(const std::string& args) const {
-    return Shell(std::string("NO_COLOR=1 ") + GPUCTL_BINARY + " " + args + " " +
-                 Quote(lab_->Env("LAB_INVENTORY")) + " 2>&1 </dev/null");
-  }
-  std::string RunDir(const std::string& name) const { return (runs_ / name).string(); }
+  std::string Prefix() const override { return "o"; }
+  std::string Only() const override { return "os"; }
 
   // The lines between gpuctl's markers in a node's /etc/hosts.
   std::vector<std::string> Block(const std::string& node) const {
@@ -55,9 +41,6 @@ class OsIdentityLabTest : public ::testing::Test {
     }
     return lines;
   }
-
-  std::unique_ptr<Lab> lab_;
-  fs::path runs_;
 };
 
 TEST_F(OsIdentityLabTest, ApplySetsHostnameHostsBlockAndTargetOnBothFamilies) {

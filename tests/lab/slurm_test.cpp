@@ -30,6 +30,7 @@ class SlurmLabTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (const std::string why = test::MissingPrerequisite(); !why.empty()) GTEST_SKIP() << why;
+    test::OnlySteps("slurm");
     lab_ = std::make_unique<Lab>(fmt::format("s{}", getpid()));
     std::string log;
     ASSERT_TRUE(lab_->Up(&log, "--profile slurm")) << log;

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -173,15 +174,29 @@ inline int ChangesIn(const std::string& run_dir) {
   return changes;
 }
 
+// Every gpuctl this test process starts works on `only` (GPUCTL_ONLY, the
+// --only option): its steps and what they depend on. Empty: everything.
+inline void OnlySteps(const std::string& only) {
+  if (only.empty()) {
+    unsetenv("GPUCTL_ONLY");
+  } else {
+    setenv("GPUCTL_ONLY", only.c_str(), 1);
+  }
+}
+
 // A lab brought up for one test case and purged after it, with gpuctl run
 // against its inventory. `Shape()` picks the lab ("--profile mixed", ...).
 class LabCase : public ::testing::Test {
  protected:
   virtual std::string Shape() const { return "--profile mixed"; }
   virtual std::string Prefix() const { return "t"; }
+  // The catalog part this case works on (gpuctl --only): its steps and what
+  // they depend on; empty: the whole catalog.
+  virtual std::string Only() const { return ""; }
 
   void SetUp() override {
     if (const std::string why = MissingPrerequisite(); !why.empty()) GTEST_SKIP() << why;
+    OnlySteps(Only());
     lab_ = std::make_unique<Lab>(Prefix() + std::to_string(getpid()));
     std::string log;
     ASSERT_TRUE(lab_->Up(&log, Shape())) << log;
