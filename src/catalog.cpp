@@ -93,6 +93,11 @@ std::string Catalog::Digest() const {
     for (const auto& p : s.secrets) {
       Field(text, "secret", p);
     }
+    for (const auto& in : s.inputs) {
+      Field(text, "input",
+            fmt::format("{} from {}{}: {}", in.name, ToString(in.from),
+                        in.secret ? " (secret)" : "", in.script));
+    }
     Field(text, "probe", s.probe);
     for (const auto& [family, script] : s.change) {
       Field(text, "change-" + ToString(family), script);

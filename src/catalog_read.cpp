@@ -16,9 +16,9 @@ using yaml::MapReader;
 using yaml::Scalar;
 
 const std::vector<std::string>& StepKeys() {
-  static const std::vector<std::string> kKeys = {"id",    "description", "roles",  "os",
-                                                 "when",  "depends",     "params", "secrets",
-                                                 "probe", "change",      "verify", "reboot"};
+  static const std::vector<std::string> kKeys = {
+      "id",      "description", "roles", "os",     "when",   "depends", "params",
+      "secrets", "inputs",      "probe", "change", "verify", "reboot"};
   return kKeys;
 }
 const std::vector<std::string>& RoleNames() {
@@ -58,6 +58,7 @@ class StepReader {
     Depends();
     Names("params", step_.params);
     Names("secrets", step_.secrets);
+    Inputs();
     Script(m_, "probe", step_.probe);
     Change();
     Script(m_, "verify", step_.verify);
@@ -148,12 +149,53 @@ class StepReader {
     for (auto& n : m_.StringList(key).value_or(std::vector<Scalar>{})) {
       if (key == "params" && !IsKnownParameter(n.text)) {
         source_.Error(n.where, yaml::UnknownName("parameter", n.text, KnownParameters()));
-      } else if (key == "secrets" && !IsEnvVarName(n.text)) {
-        source_.Error(n.where, fmt::format("secret '{}' must be an environment variable name "
-                                           "(letters, digits and '_')",
-                                           n.text));
+      } else if (key == "secrets" && !IsKnownSecret(n.text)) {
+        source_.Error(n.where, yaml::UnknownName("secret", n.text, KnownSecrets()));
       }
       out.push_back(std::move(n.text));
+    }
+  }
+
+  void Inputs() {
+    std::vector<std::string> seen;
+    for (const auto& item : m_.List("inputs").value_or(std::vector<YAML::Node>{})) {
+      MapReader in(source_, item, {"name", "from", "script", "secret"});
+      if (!in.ok()) {
+        continue;
+      }
+      in.Require({"name", "script"});
+      StepInput input;
+      input.where = in.where();
+      if (auto name = in.String("name")) {
+        input.name = name->text;
+        const bool valid =
+            !name->text.empty() && std::all_of(name->text.begin(), name->text.end(), [](char c) {
+              return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+            });
+        if (!valid) {
+          source_.Error(name->where, fmt::format("invalid input name '{}': use lower-case "
+                                                 "letters, digits and '_'",
+                                                 name->text));
+        } else if (IsKnownParameter(name->text) || IsKnownSecret(name->text) ||
+                   std::find(seen.begin(), seen.end(), name->text) != seen.end()) {
+          // Each is exported as GPUCTL_<NAME>: one would hide the other.
+          source_.Error(name->where,
+                        fmt::format("input '{}' clashes with a parameter, a secret or another "
+                                    "input of the same name",
+                                    name->text));
+        }
+        seen.push_back(name->text);
+      }
+      if (auto from = in.String("from")) {
+        if (auto role = ParseRole(from->text)) {
+          input.from = *role;
+        } else {
+          source_.Error(from->where, yaml::UnknownName("role", from->text, RoleNames()));
+        }
+      }
+      Script(in, "script", input.script);
+      in.Read("secret", input.secret);
+      step_.inputs.push_back(std::move(input));
     }
   }
 

@@ -181,7 +181,8 @@ bool Executor::RunItem(const Node& node, PlanItem& item, bool& reboot_pending) {
     return false;
   }
   const Step& step = *context_.catalog.Find(item.step);
-  Prober prober(*connection, context_.reporter, context_.redactor, context_.catalog.prelude());
+  Prober prober(*connection, context_.reporter, context_.redactor, context_.catalog.prelude(),
+                &context_.inputs, InputUse::kVerify);
   // A step whose outcome was unknown at plan time is probed again now that
   // what it waited for has run: it may need nothing.
   // Probed on a copy: other walkers read item states under mutex_, and the
@@ -209,6 +210,11 @@ bool Executor::RunItem(const Node& node, PlanItem& item, bool& reboot_pending) {
   Command command;
   command.script = WithPrelude(context_.catalog.prelude(), *change);
   command.env = item.env;
+  if (std::string why; !context_.inputs.Resolve(step, InputUse::kChange, command.env, why)) {
+    Finish(item, ItemState::kFailed, why);
+    NodeFailed(node, fmt::format("{}: {}", item.step, why));
+    return false;
+  }
   context_.reporter.CommandStarted(node.name, item.step, Activity::kChange,
                                    context_.redactor.Apply(*change));
   CommandResult result = connection->Run(command);
@@ -293,7 +299,8 @@ bool Executor::RebootAndVerify(const Node& node, std::vector<std::size_t>& await
     return false;
   }
   context_.reporter.Note(node.name, "back after reboot");
-  Prober prober(*connection, context_.reporter, context_.redactor, context_.catalog.prelude());
+  Prober prober(*connection, context_.reporter, context_.redactor, context_.catalog.prelude(),
+                &context_.inputs, InputUse::kVerify);
   bool all_ok = true;
   for (const std::size_t id : awaiting_verify) {
     PlanItem& item = context_.plan.items()[id];

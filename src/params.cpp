@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -200,10 +201,40 @@ std::map<std::string, std::string> StepEnvironment(const std::vector<std::string
       // The catalog loader rejects unknown names, so this is a bug, not input.
       throw std::invalid_argument(fmt::format("unknown step parameter '{}'", name));
     }
-    std::string upper = name;
-    std::transform(upper.begin(), upper.end(), upper.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-    env["GPUCTL_" + upper] = it->second;
+    env[ExportName(name)] = it->second;
+  }
+  return env;
+}
+
+std::string ExportName(const std::string& name) {
+  std::string upper = name;
+  std::transform(upper.begin(), upper.end(), upper.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  return "GPUCTL_" + upper;
+}
+
+const std::vector<std::string>& KnownSecrets() {
+  static const std::vector<std::string> kNames = {"munge_key"};
+  return kNames;
+}
+
+bool IsKnownSecret(const std::string& name) {
+  const auto& names = KnownSecrets();
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+std::map<std::string, std::string> SecretEnvironment(const std::vector<std::string>& names,
+                                                     const Inventory& inventory) {
+  std::map<std::string, std::string> env;
+  for (const auto& name : names) {
+    std::string variable;
+    if (name == "munge_key" && inventory.slurm) {
+      variable = inventory.slurm->munge_key_env;
+    }
+    const char* value = variable.empty() ? nullptr : std::getenv(variable.c_str());
+    if (value != nullptr && *value != '\0') {
+      env[ExportName(name)] = value;
+    }
   }
   return env;
 }

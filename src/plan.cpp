@@ -84,6 +84,14 @@ std::string ItemDigest(const Step& step, const std::map<std::string, std::string
   for (const auto& [key, value] : env) {
     text += key + '=' + value + '\n';
   }
+  // What an input runs is part of the step; what it returns is not (a join
+  // command differs on every run, and a secret must not shape a digest).
+  for (const auto& input : step.inputs) {
+    text += "input " + input.name + '@' + ToString(input.from) + ':' + input.script + '\n';
+  }
+  for (const auto& secret : step.secrets) {
+    text += "secret " + secret + '\n';
+  }
   text += step.reboot ? "reboot\n" : "";
   return Digest(text);
 }

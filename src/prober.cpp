@@ -73,6 +73,9 @@ ItemState Prober::Run(const Step& step, PlanItem& item, const std::string& scrip
   Command command;
   command.script = WithPrelude(prelude_, script);
   command.env = item.env;
+  if (!AddInputs(step, item, command.env, activity)) {
+    return item.state;
+  }
   // -v shows the step's own script; the prelude is the same for every step.
   reporter_.CommandStarted(item.node, step.id, activity, redactor_.Apply(script));
   return Record(step, item, connection_.Run(command), activity);
@@ -97,16 +100,37 @@ ItemState Prober::Record(const Step& step, PlanItem& item, CommandResult result,
   return state;
 }
 
-void Prober::RunAll(const std::vector<Target>& targets, Activity activity) {
-  if (targets.empty()) {
-    return;
+bool Prober::AddInputs(const Step& step, PlanItem& item, std::map<std::string, std::string>& env,
+                       Activity activity) {
+  if (inputs_ == nullptr || (step.inputs.empty() && step.secrets.empty())) {
+    return true;
   }
+  std::string why;
+  if (inputs_->Resolve(step, use_, env, why)) {
+    return true;
+  }
+  item.state = activity == Activity::kProbe ? ItemState::kKnownAfterApply : ItemState::kNeedsChange;
+  item.observed = redactor_.Apply(why);
+  item.detail.clear();
+  return false;
+}
+
+void Prober::RunAll(const std::vector<Target>& all_targets, Activity activity) {
+  // Items whose inputs cannot be read are settled here, without a script.
+  std::vector<Target> targets;
   std::vector<BatchEntry> entries;
-  entries.reserve(targets.size());
-  for (const auto& t : targets) {
+  for (const auto& t : all_targets) {
+    std::map<std::string, std::string> env = t.item->env;
+    if (!AddInputs(*t.step, *t.item, env, activity)) {
+      continue;
+    }
     const std::string& script =
         activity == Activity::kProbe || t.step->verify.empty() ? t.step->probe : t.step->verify;
-    entries.push_back({t.item->id, script, t.item->env});
+    targets.push_back(t);
+    entries.push_back({t.item->id, script, std::move(env)});
+  }
+  if (targets.empty()) {
+    return;
   }
   const std::string nonce = MakeNonce();
   Command command;

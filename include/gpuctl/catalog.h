@@ -30,6 +30,19 @@ struct StepDependency {
   SourceLocation where;
 };
 
+// A value a step's scripts read from another node when the step runs: the
+// master's join command, its munge key, its SSH public key. Fetched at the
+// moment it is needed, so nothing made on one node is ever stored by gpuctl.
+struct StepInput {
+  std::string name;           // exported to the step's scripts as GPUCTL_<NAME>
+  Role from = Role::kMaster;  // runs on the first inventory node holding this role
+  std::string script;         // read-only unless `secret`: it also runs in plan and check
+  // A secret is fetched only right before the change (never for a probe, a
+  // plan or check), redacted from everything shown or written, never stored.
+  bool secret = false;
+  SourceLocation where;
+};
+
 // When a step applies beyond role and OS family: a condition on the inventory.
 enum class StepCondition {
   kAlways,
@@ -60,8 +73,11 @@ struct Step {
   // Inventory parameters the scripts read, each exported as GPUCTL_<NAME>
   // (params.h lists the names); unknown names are load errors.
   std::vector<std::string> params;
-  std::vector<std::string> secrets;  // env vars the change needs; redacted
-  std::string file;                  // playbook it came from
+  // Inventory secrets the scripts read (params.h: KnownSecrets), exported as
+  // GPUCTL_<NAME> at run time only: never in a plan, its digest or a journal.
+  std::vector<std::string> secrets;
+  std::vector<StepInput> inputs;
+  std::string file;  // playbook it came from
   SourceLocation where;
 
   [[nodiscard]] bool AppliesTo(const Node& node, const Inventory& inventory) const;

@@ -24,4 +24,18 @@ std::map<std::string, std::string> ParameterValues(const Inventory& inventory, c
 std::map<std::string, std::string> StepEnvironment(const std::vector<std::string>& names,
                                                    const Inventory& inventory, const Node& node);
 
+// Secrets a step may name in `secrets:` ("munge_key"), sorted. Each is read
+// from the environment variable the inventory names for it, when a script
+// runs, and never becomes part of a plan.
+const std::vector<std::string>& KnownSecrets();
+bool IsKnownSecret(const std::string& name);
+
+// GPUCTL_<NAME>=value for each named secret the inventory provides (an unset
+// or empty variable exports nothing).
+std::map<std::string, std::string> SecretEnvironment(const std::vector<std::string>& names,
+                                                     const Inventory& inventory);
+
+// The variable a parameter, secret or input named `name` is exported as.
+std::string ExportName(const std::string& name);
+
 }  // namespace gpuctl

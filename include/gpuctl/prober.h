@@ -10,15 +10,23 @@
 #include "gpuctl/plan.h"
 #include "gpuctl/redact.h"
 #include "gpuctl/reporter.h"
+#include "gpuctl/step_inputs.h"
 #include "gpuctl/transport.h"
 
 namespace gpuctl {
 
 class Prober {
  public:
+  // `inputs` (optional) supplies the values steps read from other nodes and
+  // their secrets; without it those variables are simply unset.
   Prober(Connection& connection, Reporter& reporter, const Redactor& redactor,
-         const std::string& prelude)
-      : connection_(connection), reporter_(reporter), redactor_(redactor), prelude_(prelude) {}
+         const std::string& prelude, StepInputs* inputs = nullptr, InputUse use = InputUse::kPlan)
+      : connection_(connection),
+        reporter_(reporter),
+        redactor_(redactor),
+        prelude_(prelude),
+        inputs_(inputs),
+        use_(use) {}
 
   // Runs the step's probe and records the outcome in `item` (state, observed,
   // detail). Returns the new state.
@@ -39,10 +47,17 @@ class Prober {
  private:
   ItemState Run(const Step& step, PlanItem& item, const std::string& script, Activity activity);
   ItemState Record(const Step& step, PlanItem& item, CommandResult result, Activity activity);
+  // Adds the step's inputs and secrets to `env`; when one cannot be read,
+  // records that on the item (known after apply for a probe, a mismatch for
+  // a verification) and returns false.
+  bool AddInputs(const Step& step, PlanItem& item, std::map<std::string, std::string>& env,
+                 Activity activity);
   Connection& connection_;
   Reporter& reporter_;
   const Redactor& redactor_;
   const std::string& prelude_;
+  StepInputs* inputs_;
+  InputUse use_;
 };
 
 // The full text sent to a node: the catalog's prelude, then the script.

@@ -15,6 +15,7 @@
 #include "gpuctl/plan.h"
 #include "gpuctl/redact.h"
 #include "gpuctl/reporter.h"
+#include "gpuctl/step_inputs.h"
 #include "gpuctl/transport.h"
 
 namespace gpuctl {
@@ -42,6 +43,7 @@ class RunContext {
   Reporter& reporter;
   RunOptions options;
   Redactor redactor;
+  StepInputs inputs{*this};  // values steps read from other nodes, and secrets
 
   // The node's open connection, or nullptr if it has none (never connected,
   // or failed). Each node's connection is used by one thread at a time.

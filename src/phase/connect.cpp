@@ -13,6 +13,7 @@ class ConnectPhase : public Phase {
   // Connect is the first phase, so this runs last: later phases' clean-ups
   // (releasing node locks) still have their connections.
   void CleanUp(RunContext& context) override {
+    context.inputs.Close();
     for (const auto& node : context.inventory.nodes) {
       context.DropConnection(node.name);
     }

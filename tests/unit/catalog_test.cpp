@@ -61,7 +61,10 @@ TEST(CatalogParse, ReadsEveryField) {
       - os.modules
       - {step: os.modules, on: master}
     params: [driver_branch]
-    secrets: [GPUCTL_JOIN_TOKEN]
+    secrets: [munge_key]
+    inputs:
+      - {name: join_command, script: kubeadm token create --print-join-command, secret: true}
+      - {name: ca_hash, from: master, script: cat /etc/kubernetes/ca.hash}
     probe: |
       grep -q nouveau /etc/modprobe.d/blacklist-nouveau.conf
     change:
@@ -84,7 +87,14 @@ TEST(CatalogParse, ReadsEveryField) {
   EXPECT_EQ(s.depends[1].on_role, Role::kMaster);
   EXPECT_EQ(s.depends[1].where.line, 13);
   EXPECT_EQ(s.params, std::vector<std::string>{"driver_branch"});
-  EXPECT_EQ(s.secrets, std::vector<std::string>{"GPUCTL_JOIN_TOKEN"});
+  EXPECT_EQ(s.secrets, std::vector<std::string>{"munge_key"});
+  ASSERT_EQ(s.inputs.size(), 2U);
+  EXPECT_EQ(s.inputs[0].name, "join_command");
+  EXPECT_EQ(s.inputs[0].from, Role::kMaster);
+  EXPECT_TRUE(s.inputs[0].secret);
+  EXPECT_EQ(s.inputs[1].script, "cat /etc/kubernetes/ca.hash");
+  EXPECT_FALSE(s.inputs[1].secret);
+  EXPECT_EQ(s.inputs[1].where.line, 18);
   EXPECT_EQ(s.probe, "grep -q nouveau /etc/modprobe.d/blacklist-nouveau.conf\n");
   EXPECT_EQ(*s.ChangeFor(OsFamily::kDebian), "echo apt");
   EXPECT_EQ(*s.ChangeFor(OsFamily::kRhel), "echo dnf");
@@ -183,8 +193,29 @@ TEST(CatalogErrors, UnknownNames) {
   EXPECT_TRUE(
       HasError(p.diagnostics, 5, 12, "unknown condition 'has_gpu' (did you mean 'has_gpus'?)"));
   EXPECT_TRUE(HasError(p.diagnostics, 6, 14, "unknown parameter 'driver'"));
-  EXPECT_TRUE(HasError(p.diagnostics, 7, 15, "secret 'not a name' must be an environment"));
+  EXPECT_TRUE(HasError(p.diagnostics, 7, 15, "unknown secret 'not a name'"));
   EXPECT_TRUE(HasError(p.diagnostics, 8, 29, "unknown role 'boss'"));
+}
+
+TEST(CatalogErrors, BadInputs) {
+  auto p = ParseText(R"(steps:
+  - id: a
+    roles: [worker]
+    params: [node_name]
+    inputs:
+      - {name: Join-Command, script: x}
+      - {name: node_name, script: x}
+      - {name: ok, from: boss, script: x}
+      - {name: ok, script: x}
+      - {name: nothing}
+    probe: x
+    change: {any: x}
+)");
+  EXPECT_TRUE(HasError(p.diagnostics, 6, 16, "invalid input name 'Join-Command'"));
+  EXPECT_TRUE(HasError(p.diagnostics, 7, 16, "input 'node_name' clashes with a parameter"));
+  EXPECT_TRUE(HasError(p.diagnostics, 8, 26, "unknown role 'boss'"));
+  EXPECT_TRUE(HasError(p.diagnostics, 9, 16, "input 'ok' clashes"));
+  EXPECT_TRUE(HasError(p.diagnostics, 10, 9, "missing required key 'script'"));
 }
 
 TEST(CatalogErrors, ChangeMissingADeclaredFamily) {

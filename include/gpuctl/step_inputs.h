@@ -1,0 +1,63 @@
+// StepInputs: what a step's scripts need beyond the inventory, gathered at
+// the moment a script runs: values fetched from another node (`inputs:`, e.g.
+// the master's join command) and the inventory's secrets (`secrets:`, e.g. the
+// munge key from the environment variable the inventory names).
+//
+// Inputs are read over their own connection to the source node, so a worker's
+// walker never shares the master's session with the master's own walker.
+// Secret values are registered with the run's Redactor before any script that
+// receives them runs, and live only in the command's environment.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "gpuctl/catalog.h"
+#include "gpuctl/transport.h"
+
+namespace gpuctl {
+
+class RunContext;
+
+// Which script the values are for. A plan or check reads non-secret inputs
+// once per run (cached); apply reads them fresh, since an earlier change may
+// have made them (the master's key exists only after its step ran).
+enum class InputUse {
+  kPlan,    // probe or check: non-secret inputs, cached
+  kVerify,  // apply's probes and verifications: non-secret inputs, fresh
+  kChange,  // the change: every input, secret ones too, fresh
+};
+
+class StepInputs {
+ public:
+  explicit StepInputs(RunContext& context) : context_(context) {}
+  ~StepInputs();
+  StepInputs(const StepInputs&) = delete;
+  StepInputs& operator=(const StepInputs&) = delete;
+
+  // Adds GPUCTL_<NAME> for the step's secrets and for each input `use`
+  // covers to `env`. False when an input could not be read (its source is not
+  // ready yet, or unreachable); `why` then names the input and the node.
+  bool Resolve(const Step& step, InputUse use, std::map<std::string, std::string>& env,
+               std::string& why);
+
+  // Closes the connections opened for inputs (the connect phase's clean-up).
+  void Close();
+
+ private:
+  struct Source {
+    std::mutex mutex;  // one command at a time on the connection
+    std::unique_ptr<Connection> connection;
+  };
+  void RedactSecret(const std::string& value);
+  bool Fetch(const Node& node, const StepInput& input, std::string& value, std::string& why);
+
+  RunContext& context_;
+  std::mutex mutex_;  // guards sources_ and cache_
+  std::map<std::string, std::shared_ptr<Source>> sources_;
+  std::map<std::string, std::string> cache_;  // "node/input" -> value (kPlan only)
+};
+
+}  // namespace gpuctl

@@ -1,0 +1,122 @@
+#include "gpuctl/step_inputs.h"
+
+#include <limits>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "gpuctl/params.h"
+#include "gpuctl/prober.h"
+#include "gpuctl/run_context.h"
+
+namespace gpuctl {
+
+StepInputs::~StepInputs() { Close(); }
+
+void StepInputs::Close() {
+  std::lock_guard lock(mutex_);
+  sources_.clear();
+  cache_.clear();
+}
+
+bool StepInputs::Resolve(const Step& step, InputUse use, std::map<std::string, std::string>& env,
+                         std::string& why) {
+  for (const auto& [name, value] : SecretEnvironment(step.secrets, context_.inventory)) {
+    RedactSecret(value);
+    env[name] = value;
+  }
+  for (const StepInput& input : step.inputs) {
+    if (input.secret && use != InputUse::kChange) {
+      continue;
+    }
+    const auto sources = context_.inventory.WithRole(input.from);
+    if (sources.empty()) {
+      why = fmt::format("input '{}': no node holds the role {}", input.name, ToString(input.from));
+      return false;
+    }
+    const Node& source = *sources.front();
+    const std::string key = source.name + '/' + input.name;
+    std::string value;
+    bool cached = false;
+    if (use == InputUse::kPlan && !input.secret) {
+      std::lock_guard lock(mutex_);
+      if (auto it = cache_.find(key); it != cache_.end()) {
+        value = it->second;
+        cached = true;
+      }
+    }
+    if (!cached) {
+      if (!Fetch(source, input, value, why)) {
+        return false;
+      }
+      if (use == InputUse::kPlan && !input.secret) {
+        std::lock_guard lock(mutex_);
+        cache_[key] = value;
+      }
+    }
+    env[ExportName(input.name)] = value;
+  }
+  return true;
+}
+
+bool StepInputs::Fetch(const Node& node, const StepInput& input, std::string& value,
+                       std::string& why) {
+  std::shared_ptr<Source> source;
+  {
+    std::lock_guard lock(mutex_);
+    auto& slot = sources_[node.name];
+    if (!slot) {
+      slot = std::make_shared<Source>();
+    }
+    source = slot;
+  }
+  std::lock_guard lock(source->mutex);
+  if (!source->connection || !source->connection->Alive()) {
+    Endpoint endpoint = Endpoint::For(node);
+    endpoint.trust_on_first_use = context_.options.trust_new_host_keys;
+    try {
+      source->connection = context_.transport.Connect(endpoint);
+    } catch (const std::exception& e) {
+      source->connection.reset();
+      why = fmt::format("input '{}' from {}: cannot connect: {}", input.name, node.name, e.what());
+      return false;
+    }
+  }
+  Command command;
+  command.script = WithPrelude(context_.catalog.prelude(), input.script);
+  command.env["GPUCTL_OS_FAMILY"] = ToString(node.os.family);
+  spdlog::debug("{}: reading input '{}' for a step", node.name, input.name);
+  CommandResult result = source->connection->Run(command);
+  if (input.secret) {
+    // Registered before anything else can see it, even a failure message:
+    // the whole value and each long word of it, since a tool may echo just
+    // the token out of a join command.
+    RedactSecret(result.out);
+  }
+  if (result.exit_status != 0) {
+    const std::string err = context_.redactor.Apply(Tail(result.err, 1));
+    why = fmt::format("input '{}' from {} is not available yet (exit {}){}{}", input.name,
+                      node.name, result.exit_status, err.empty() ? "" : ": ", err);
+    return false;
+  }
+  value = Tail(result.out, std::numeric_limits<std::size_t>::max());
+  return true;
+}
+
+void StepInputs::RedactSecret(const std::string& value) {
+  // Shorter words are command names and flags; an address with its port is
+  // 16 at most for IPv4. Redacting a longer harmless word costs little.
+  constexpr std::size_t kSecretWord = 17;
+  context_.redactor.Add(Tail(value, std::numeric_limits<std::size_t>::max()));
+  std::size_t start = 0;
+  while (start < value.size()) {
+    const std::size_t end = value.find_first_of(" \t\r\n\\", start);
+    const std::size_t stop = end == std::string::npos ? value.size() : end;
+    if (stop - start >= kSecretWord) {
+      context_.redactor.Add(value.substr(start, stop - start));
+    }
+    start = stop + 1;
+  }
+}
+
+}  // namespace gpuctl
