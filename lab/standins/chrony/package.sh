@@ -2,12 +2,18 @@
 # chrony .deb lab/mirror-debs.list mirrors for the Ubuntu nodes), laid out as
 # Rocky 9 ships them: /etc/chrony.conf, /etc/sysconfig/chronyd, chronyd.service,
 # user chrony. Nothing about the daemon is faked.
-PKG_NAME=chrony
-PKG_VERSION=4.3-2
-PKG_SUMMARY="chrony NTP client/server (Debian's binaries, Rocky's layout)"
-PKG_FORMATS=rpm
-PKG_ARCH=amd64
-PKG_PROVIDES="chronyd"
+# Without the .deb (offline, empty cache) the package is skipped: one variant
+# when it can be had, none otherwise.
+pkg_variants() {
+  if chrony_deb >/dev/null; then echo 4.3; else echo "chrony stand-in: skipped (no chrony .deb)" >&2; fi
+}
+if [ -n "$PKG_VARIANT" ]; then
+  PKG_NAME=chrony
+  PKG_VERSION=$PKG_VARIANT-2
+  PKG_SUMMARY="chrony NTP client/server (Debian's binaries, Rocky's layout)"
+  PKG_FORMATS=rpm
+  PKG_ARCH=amd64
+fi
 
 # The Debian package: the repository builder's download cache, else apt.
 chrony_deb() {
