@@ -6,64 +6,21 @@
 // sends nothing each time.
 #include <gtest/gtest.h>
 
-#include <fmt/format.h>
-
-#include "support/lab_support.h"
+#include "support/step_lab.h"
 
 namespace gpuctl {
 namespace {
 
-using test::ChangesIn;
-using test::Lab;
 using test::Quote;
 using test::Result;
 using test::Shell;
-using test::Trim;
-namespace fs = std::filesystem;
 
 constexpr const char* kAdminKey =
     "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGFkbWluLWtleS1rZXB0LWJ5LWdwdWN0bA admin@example";
 
-class OsServicesLabTest : public ::testing::Test {
+class OsServicesLabTest : public test::StepLabTest {
  protected:
-  void SetUp() override {
-    if (const std::string why = test::MissingPrerequisite(); !why.empty()) GTEST_SKIP() << why;
-    lab_ = std::make_unique<Lab>(fmt::format("sto{}", getpid()));
-    std::string log;
-    ASSERT_TRUE(lab_->Up(&log, "--profile mixed")) << log;
-    runs_ = fs::path(lab_->Env("LAB_STATE")) / "test-runs";
-    playbooks_ = runs_ / "playbooks";
-    fs::create_directories(playbooks_);
-    for (const char* f : {"prelude.sh", "05-os-identity.yaml", "15-os-services.yaml"}) {
-      fs::copy_file(fs::path(GPUCTL_SOURCE_DIR) / "playbooks" / f, playbooks_ / f);
-    }
-  }
-  void TearDown() override {
-    if (lab_ != nullptr) lab_->Down(/*purge=*/true);
-  }
-
-  Result Gpuctl(const std::string& args, const std::string& inventory) const {
-    return Shell("NO_COLOR=1 GPUCTL_PLAYBOOKS=" + Quote(playbooks_.string()) + " " + GPUCTL_BINARY +
-                 " " + args + " " + Quote(inventory) + " 2>&1 </dev/null");
-  }
-  // Applies twice: the first converges, the second must send nothing.
-  void Converge(const std::string& name, const std::string& inventory) const {
-    const Result first = Gpuctl("apply --yes --run-dir " + RunDir(name), inventory);
-    ASSERT_EQ(first.status, 0) << first.out;
-    const Result check = Gpuctl("check", inventory);
-    EXPECT_EQ(check.status, 0) << check.out;
-    const Result again = Gpuctl("apply --yes --run-dir " + RunDir(name + "-again"), inventory);
-    EXPECT_EQ(again.status, 0) << again.out;
-    EXPECT_EQ(ChangesIn(RunDir(name + "-again")), 0) << again.out;
-  }
-  std::string RunDir(const std::string& name) const { return (runs_ / name).string(); }
-  std::string On(const std::string& node, const std::string& command) const {
-    return Trim(lab_->Ssh(node, command).out);
-  }
-
-  std::unique_ptr<Lab> lab_;
-  fs::path runs_;
-  fs::path playbooks_;
+  void SetUp() override { UpWith("sto", {"05-os-identity.yaml", "15-os-services.yaml"}); }
 };
 
 TEST_F(OsServicesLabTest, TimeFirewallSshAndPolicyConvergeOnBothFamilies) {
@@ -84,8 +41,8 @@ TEST_F(OsServicesLabTest, TimeFirewallSshAndPolicyConvergeOnBothFamilies) {
                                      "/etc/selinux/config")
                 .status,
             0);
+  Converge("first");
   const std::string inventory = lab_->Env("LAB_INVENTORY");
-  Converge("first", inventory);
   const std::string master = lab_->Node("master1").address;
 
   // Time: the master serves the subnet; both workers select it.

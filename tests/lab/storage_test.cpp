@@ -9,50 +9,19 @@
 
 #include <fmt/format.h>
 
-#include "support/lab_support.h"
+#include "support/step_lab.h"
 
 namespace gpuctl {
 namespace {
 
 using test::ChangesIn;
-using test::Lab;
 using test::Quote;
 using test::Result;
 using test::Shell;
-using test::Trim;
-namespace fs = std::filesystem;
 
-class StorageLabTest : public ::testing::Test {
+class StorageLabTest : public test::StepLabTest {
  protected:
-  void SetUp() override {
-    if (const std::string why = test::MissingPrerequisite(); !why.empty()) GTEST_SKIP() << why;
-    lab_ = std::make_unique<Lab>(fmt::format("stn{}", getpid()));
-    std::string log;
-    ASSERT_TRUE(lab_->Up(&log, "--profile mixed")) << log;
-    runs_ = fs::path(lab_->Env("LAB_STATE")) / "test-runs";
-    // Only the steps under test (and the identity steps they build on).
-    playbooks_ = runs_ / "playbooks";
-    fs::create_directories(playbooks_);
-    for (const char* f : {"prelude.sh", "05-os-identity.yaml", "50-storage.yaml"}) {
-      fs::copy_file(fs::path(GPUCTL_SOURCE_DIR) / "playbooks" / f, playbooks_ / f);
-    }
-  }
-  void TearDown() override {
-    if (lab_ != nullptr) lab_->Down(/*purge=*/true);
-  }
-
-  Result Gpuctl(const std::string& args) const {
-    return Shell("NO_COLOR=1 GPUCTL_PLAYBOOKS=" + Quote(playbooks_.string()) + " " + GPUCTL_BINARY +
-                 " " + args + " " + Quote(lab_->Env("LAB_INVENTORY")) + " 2>&1 </dev/null");
-  }
-  std::string RunDir(const std::string& name) const { return (runs_ / name).string(); }
-  std::string On(const std::string& node, const std::string& command) const {
-    return Trim(lab_->Ssh(node, command).out);
-  }
-
-  std::unique_ptr<Lab> lab_;
-  fs::path runs_;
-  fs::path playbooks_;
+  void SetUp() override { UpWith("stn", {"05-os-identity.yaml", "50-storage.yaml"}); }
 };
 
 TEST_F(StorageLabTest, ClientsShareTheServersExportOnBothFamilies) {
