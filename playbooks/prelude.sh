@@ -5,7 +5,8 @@
 # pkg_installed NAME: true when the package is installed.
 pkg_installed() {
   case "$GPUCTL_OS_FAMILY" in
-    debian) dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed' ;;
+    # "install ok installed", or "hold ok installed" once apt-mark holds it.
+    debian) dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q ' ok installed$' ;;
     rhel) rpm -q --quiet "$1" 2>/dev/null ;;
     *) echo "gpuctl: unknown OS family '$GPUCTL_OS_FAMILY'" >&2; return 2 ;;
   esac
@@ -15,7 +16,8 @@ pkg_installed() {
 pkg_version() {
   case "$GPUCTL_OS_FAMILY" in
     debian) dpkg-query -W -f='${Version}' "$1" 2>/dev/null || true ;;
-    rhel) rpm -q --qf '%{VERSION}-%{RELEASE}' "$1" 2>/dev/null || true ;;
+    # rpm -q prints "package X is not installed" on stdout: ask only then.
+    rhel) if rpm -q --quiet "$1" 2>/dev/null; then rpm -q --qf '%{VERSION}-%{RELEASE}' "$1"; fi ;;
   esac
 }
 
@@ -48,6 +50,78 @@ write_file() {
   printf '%s\n' "$2" >"$tmp"
   chmod "${3:-0644}" "$tmp"
   mv -f "$tmp" "$1"
+}
+
+# pkg_versions NAME PREFIX: the versions of NAME the repositories offer that
+# are PREFIX or start with PREFIX and then '.', '-' or '+' (2.21 matches
+# 2.21.5-1+cuda12.4, not 2.210), newest first. Refreshes apt's lists once
+# when they have none.
+pkg_versions() {
+  case "$GPUCTL_OS_FAMILY" in
+    debian)
+      set -- "$1" "$2" "$(apt-cache madison "$1" 2>/dev/null)"
+      if [ -z "$3" ]; then
+        apt-get update -q -o DPkg::Lock::Timeout=300 >/dev/null 2>&1
+        set -- "$1" "$2" "$(apt-cache madison "$1" 2>/dev/null)"
+      fi
+      printf '%s\n' "$3" | awk -F'|' '{ gsub(/ /, "", $2); print $2 }' ;;
+    rhel) dnf -q repoquery --qf '%{version}-%{release}' "$1" 2>/dev/null ;;
+  esac | awk -v p="$2" 'index($0, p) == 1 && (length($0) == length(p) ||
+    index(".-+", substr($0, length(p) + 1, 1)) > 0)' | sort -u -V -r
+}
+
+# toml_get TABLE KEY: the value of KEY in [TABLE] of the TOML on stdin (''
+# for top-level keys), string quotes (" or ') removed. Table names are compared
+# without quotes and blanks, so plugins."a.b".c and plugins.'a.b'.c match
+# plugins.a.b.c. Reads the layouts containerd and go-toml write, not all TOML.
+toml_get() {
+  awk -v t="$1" -v k="$2" '
+    /^[ \t]*\[/ { h = $0; sub(/#.*/, "", h); gsub(/[][ \t"\047]/, "", h); cur = h; next }
+    cur == t {
+      line = $0; sub(/^[ \t]+/, "", line)
+      if (index(line, k) != 1) next
+      rest = substr(line, length(k) + 1)
+      if (rest !~ /^[ \t]*=/) next
+      sub(/^[ \t]*=[ \t]*/, "", rest); sub(/[ \t]+#.*$/, "", rest)
+      if (rest ~ /^".*"$/ || rest ~ /^\047.*\047$/) rest = substr(rest, 2, length(rest) - 2)
+      print rest; exit
+    }'
+}
+
+# containerd_get TABLE KEY: KEY in the CRI plugin's TABLE (e.g.
+# containerd.runtimes.runc.options SystemdCgroup) of containerd's effective
+# configuration (`containerd config dump`: the file merged with the
+# defaults); the CRI plugin's path is version 2's (containerd 1.x) or
+# version 3's (2.x). Fails when containerd cannot load its configuration.
+containerd_get() {
+  _dump=$(containerd config dump 2>&1) || { echo "$_dump" | tail -n 1 >&2; return 1; }
+  case "$(printf '%s\n' "$_dump" | toml_get '' version)" in
+    3) _cri=plugins.io.containerd.cri.v1.runtime ;;
+    *) _cri=plugins.io.containerd.grpc.v1.cri ;;
+  esac
+  printf '%s\n' "$_dump" | toml_get "$_cri.$1" "$2"
+}
+
+# containerd_restart_pending: true when /etc/containerd/config.toml changed
+# after the running containerd started (what it runs is not what is written).
+containerd_restart_pending() {
+  _since=$(systemctl show -p ActiveEnterTimestamp --value containerd 2>/dev/null)
+  [ -n "$_since" ] && _since=$(date -d "$_since" +%s 2>/dev/null) || _since=0
+  _mtime=$(stat -c %Y /etc/containerd/config.toml 2>/dev/null) || _mtime=0
+  [ "$_mtime" -gt "$_since" ]
+}
+
+# unit_started_after UNIT FILE...: true when UNIT is active and entered that
+# state no earlier than each FILE was last written, so it runs with the
+# FILEs' current content (daemons read their key or config only at start).
+unit_started_after() {
+  _u=$1
+  shift
+  systemctl is-active --quiet "$_u" || return 1
+  _since=$(date -d "$(systemctl show -p ActiveEnterTimestamp --value "$_u")" +%s 2>/dev/null) || return 1
+  for _f in "$@"; do
+    [ "$(stat -c %Y "$_f" 2>/dev/null || echo 0)" -le "$_since" ] || return 1
+  done
 }
 
 # gpuctl_block FILE: the lines of gpuctl's block in FILE, between "# BEGIN

@@ -104,6 +104,7 @@ std::string Catalog::Digest() const {
     }
     Field(text, "verify", s.verify);
     Field(text, "reboot", s.reboot ? "true" : "false");
+    Field(text, "deep", s.deep ? "true" : "false");
   }
   return ::gpuctl::Digest(text);
 }

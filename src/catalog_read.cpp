@@ -18,7 +18,7 @@ using yaml::Scalar;
 const std::vector<std::string>& StepKeys() {
   static const std::vector<std::string> kKeys = {
       "id",      "description", "roles", "os",     "when",   "depends", "params",
-      "secrets", "inputs",      "probe", "change", "verify", "reboot"};
+      "secrets", "inputs",      "probe", "change", "verify", "reboot",  "deep"};
   return kKeys;
 }
 const std::vector<std::string>& RoleNames() {
@@ -42,7 +42,18 @@ class StepReader {
       : source_(source), m_(m), step_(step) {}
 
   void Read() {
-    m_.Require({"id", "roles", "probe", "change"});
+    m_.Read("deep", step_.deep);
+    if (step_.deep) {
+      m_.Require({"id", "roles", "probe"});
+      for (const char* key : {"change", "reboot", "verify"}) {
+        if (m_.Has(key)) {
+          source_.Error(m_.KeyWhere(key),
+                        fmt::format("a deep validation has no '{}': its probe is the test", key));
+        }
+      }
+    } else {
+      m_.Require({"id", "roles", "probe", "change"});
+    }
     if (auto id = m_.String("id")) {
       step_.id = id->text;
       if (!IsStepId(id->text)) {
@@ -60,7 +71,9 @@ class StepReader {
     Names("secrets", step_.secrets);
     Inputs();
     Script(m_, "probe", step_.probe);
-    Change();
+    if (!step_.deep) {
+      Change();
+    }
     Script(m_, "verify", step_.verify);
     if (!m_.Has("verify")) {
       step_.verify = step_.probe;

@@ -19,8 +19,9 @@ using yaml::Scalar;
 // Functions rather than globals: a throwing static initialiser could not be
 // caught (cert-err58-cpp).
 const std::vector<std::string>& TopKeys() {
-  static const std::vector<std::string> kKeys = {
-      "cluster", "ssh", "orchestrator", "versions", "network", "nfs", "slurm", "policy", "nodes"};
+  static const std::vector<std::string> kKeys = {"cluster",    "ssh",  "orchestrator", "versions",
+                                                 "network",    "nfs",  "slurm",        "policy",
+                                                 "validation", "nodes"};
   return kKeys;
 }
 const std::vector<std::string>& SshKeys() {
@@ -188,6 +189,10 @@ void Reader::Top(const YAML::Node& root) {
     m->Read("disable_firewall", inv_.policy.disable_firewall);
     m->Read("disable_selinux", inv_.policy.disable_selinux);
     m->Read("docker", inv_.policy.docker);
+  }
+  if (auto m = top.Map("validation", {"nccl_min_busbw_gbps", "ib_min_bw_gbps"})) {
+    m->Read("nccl_min_busbw_gbps", inv_.validation.nccl_min_busbw_gbps, 0, 100000);
+    m->Read("ib_min_bw_gbps", inv_.validation.ib_min_bw_gbps, 0, 100000);
   }
   // Nodes last: each starts from the cluster-wide ssh settings read above,
   // wherever the ssh block sits in the file.

@@ -57,6 +57,30 @@ std::string Hosts(const Inventory& inv) {
   return yaml::Join(lines, "\n");
 }
 
+// One "<name> <address>" line per node whose hardware declares GPUs, in
+// inventory order: what a monitoring server scrapes (dcgm-exporter).
+std::string GpuNodes(const Inventory& inv) {
+  std::vector<std::string> lines;
+  for (const auto& n : inv.nodes) {
+    if (n.GpuCount() > 0) {
+      lines.push_back(fmt::format("{} {}", n.name, n.address));
+    }
+  }
+  return yaml::Join(lines, "\n");
+}
+
+// "name count" per Kubernetes node (master or worker) with GPUs, one a line:
+// what each should advertise as allocatable nvidia.com/gpu.
+std::string GpuCounts(const Inventory& inv) {
+  std::vector<std::string> lines;
+  for (const auto& n : inv.nodes) {
+    if ((n.Has(Role::kMaster) || n.Has(Role::kWorker)) && n.GpuCount() > 0) {
+      lines.push_back(fmt::format("{} {}", n.name, n.GpuCount()));
+    }
+  }
+  return yaml::Join(lines, "\n");
+}
+
 void AddNfs(const Inventory& inv, std::map<std::string, std::string>& values) {
   const Node* server = inv.NfsServer();
   values["nfs_server_name"] = server != nullptr ? server->name : "";
@@ -93,7 +117,19 @@ void AddSlurm(const Inventory& inv, std::map<std::string, std::string>& values) 
   values["slurm_cluster_name"] =
       !inv.slurm ? "" : (inv.slurm->cluster_name.empty() ? inv.cluster : inv.slurm->cluster_name);
   values["slurm_partitions"] = yaml::Join(partitions, "\n");
+  // Every worker is a Slurm node: "name address gpus", so each node can write
+  // the same slurm.conf (NodeName lines with Gres=gpu:N).
+  std::vector<std::string> nodes;
+  if (inv.slurm) {
+    for (const Node* n : inv.WithRole(Role::kWorker)) {
+      nodes.push_back(fmt::format("{} {} {}", n->name, n->address, n->GpuCount()));
+    }
+  }
+  values["slurm_nodes"] = yaml::Join(nodes, "\n");
 }
+
+// A threshold a deep validation compares with; empty when there is none.
+std::string Threshold(int value) { return value > 0 ? std::to_string(value) : ""; }
 
 }  // namespace
 
@@ -111,12 +147,16 @@ const std::vector<std::string>& KnownParameters() {
         "driver_branch",
         "gpu_count",
         "gpu_model",
+        "gpu_counts",
+        "gpu_nodes",
         "gpu_operator_version",
         "hosts",
+        "ib_min_bw",
         "ib_ports",
         "kubernetes_version",
         "master_address",
         "master_name",
+        "nccl_min_busbw",
         "nccl_version",
         "nfs_exports",
         "nfs_mounts",
@@ -133,6 +173,7 @@ const std::vector<std::string>& KnownParameters() {
         "pod_cidr",
         "service_cidr",
         "slurm_cluster_name",
+        "slurm_nodes",
         "slurm_partitions",
         "slurm_version",
         "subnet",
@@ -173,6 +214,8 @@ std::map<std::string, std::string> ParameterValues(const Inventory& inventory, c
       {"slurm_version", v.slurm},
       {"gpu_model", node.hardware.gpus ? node.hardware.gpus->model : ""},
       {"gpu_count", std::to_string(node.GpuCount())},
+      {"gpu_nodes", GpuNodes(inv)},
+      {"gpu_counts", GpuCounts(inv)},
       {"ib_ports", IbPorts(node)},
       {"pod_cidr", inv.network.pod_cidr},
       {"service_cidr", inv.network.service_cidr},
@@ -185,6 +228,8 @@ std::map<std::string, std::string> ParameterValues(const Inventory& inventory, c
       {"disable_firewall", Bool(inv.policy.disable_firewall)},
       {"disable_selinux", Bool(inv.policy.disable_selinux)},
       {"docker", Bool(inv.policy.docker)},
+      {"nccl_min_busbw", Threshold(inv.validation.nccl_min_busbw_gbps)},
+      {"ib_min_bw", Threshold(inv.validation.ib_min_bw_gbps)},
   };
   AddNfs(inv, values);
   AddSlurm(inv, values);

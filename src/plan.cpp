@@ -28,9 +28,12 @@ constexpr std::array<std::pair<ItemState, const char*>, 9> kStateNames{{
 // dependencies; among independent steps, catalog order wins (a stable
 // topological sort), which keeps plans identical from run to run.
 std::vector<const Step*> OrderedStepsFor(const Node& node, const Inventory& inventory,
-                                         const Catalog& catalog) {
+                                         const Catalog& catalog, PlanScope scope) {
   std::vector<const Step*> applicable;
   for (const auto& step : catalog.steps()) {
+    if (step.deep && scope != PlanScope::kDeepCheck) {
+      continue;
+    }
     if (step.AppliesTo(node, inventory)) {
       applicable.push_back(&step);
     }
@@ -138,11 +141,11 @@ std::string PlanSummary::Line() const {
   return line;
 }
 
-Plan Plan::Build(const Inventory& inventory, const Catalog& catalog) {
+Plan Plan::Build(const Inventory& inventory, const Catalog& catalog, PlanScope scope) {
   Plan plan;
   for (const auto& node : inventory.nodes) {
     plan.nodes_.push_back(node.name);
-    for (const Step* step : OrderedStepsFor(node, inventory, catalog)) {
+    for (const Step* step : OrderedStepsFor(node, inventory, catalog, scope)) {
       PlanItem item;
       item.id = plan.items_.size();
       item.node = node.name;

@@ -70,6 +70,9 @@ struct Step {
   std::map<OsFamily, std::string> change;  // per family; "any" fills both
   std::string verify;                      // read-only; defaults to probe
   bool reboot = false;                     // node must reboot after the change
+  // A validation only `check --deep` runs (an NCCL or IB bandwidth test, a
+  // GPU pod): never planned or applied, no change; its probe prints figures.
+  bool deep = false;
   // Inventory parameters the scripts read, each exported as GPUCTL_<NAME>
   // (params.h lists the names); unknown names are load errors.
   std::vector<std::string> params;

@@ -135,6 +135,12 @@ struct Policy {
   bool docker = false;            // install Docker beside containerd
 };
 
+// Thresholds `check --deep` compares its measurements with; 0: report only.
+struct Validation {
+  int nccl_min_busbw_gbps = 0;  // all_reduce_perf bus bandwidth across nodes, GB/s
+  int ib_min_bw_gbps = 0;       // ib_send_bw between a pair of nodes, Gb/s
+};
+
 struct Inventory {
   std::string path;  // file it was read from
   std::string cluster;
@@ -145,6 +151,7 @@ struct Inventory {
   std::optional<Nfs> nfs;
   std::optional<Slurm> slurm;
   Policy policy;
+  Validation validation;
   std::vector<Node> nodes;  // in file order
 
   [[nodiscard]] const Node* Find(const std::string& name) const;

@@ -60,6 +60,10 @@ struct PlanSummary {
   [[nodiscard]] std::string Line() const;
 };
 
+// Which steps a plan holds: what apply converges (every plan, apply and
+// check), or that plus the deep validations (`check --deep`).
+enum class PlanScope { kConverge, kDeepCheck };
+
 class Plan {
  public:
   // The structure only (every item kUnprobed): items for every node in
@@ -67,7 +71,8 @@ class Plan {
   // order (catalog order among independent ones), so the result is
   // deterministic. A dependency on a step that does not apply to a node (a
   // GPU step on a storage node) is dropped: applicability is per node.
-  static Plan Build(const Inventory& inventory, const Catalog& catalog);
+  static Plan Build(const Inventory& inventory, const Catalog& catalog,
+                    PlanScope scope = PlanScope::kConverge);
 
   // A plan read back from a file: items carry their own edges ("after");
   // "before" and the index are rebuilt. Throws std::out_of_range on an edge

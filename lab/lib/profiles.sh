@@ -6,8 +6,9 @@
 #   seed    master1 (master), worker1 + worker2 (8x A100 80GB, 2 IB ports at
 #           200 Gb/s), storage1 (storage); all Ubuntu 22.04
 #   mixed   seed, but worker2 runs Rocky Linux 9
-#   slurm   seed, but worker2 has 8x H100 80GB HBM3 (two GPU models, for
-#           partitions); the inventory's orchestrator is slurm
+#   slurm   seed, but worker2 runs Rocky Linux 9 with 8x H100 80GB HBM3 (two
+#           GPU models for partitions, an apt and a dnf slurmd); the
+#           inventory's orchestrator is slurm
 #   --nodes N   master1 + worker1..worker<N-1> (GPU workers), Ubuntu unless
 #           --rocky K (the last K workers run Rocky Linux 9)
 
@@ -56,7 +57,7 @@ profile_table() {
   case $profile in
     seed) gpu_worker worker2 3 ubuntu-22.04 ;;
     mixed) gpu_worker worker2 3 rocky-9 ;;
-    slurm) gpu_worker worker2 3 ubuntu-22.04 "$H100_MODEL" "$H100_MIB" ;;
+    slurm) gpu_worker worker2 3 rocky-9 "$H100_MODEL" "$H100_MIB" ;;
   esac
   row storage1 4 ubuntu-22.04 storage
 }

@@ -13,6 +13,7 @@ namespace {
 
 struct CheckOptions {
   std::string inventory;
+  bool deep = false;
   ConnectOptions connect;
 };
 
@@ -33,11 +34,21 @@ int RunCheck(const CheckOptions& options, const GlobalOptions& global) {
   if (!inputs) {
     return kExitError;
   }
-  Plan plan = Plan::Build(inputs->inventory, inputs->catalog);
+  Plan plan = Plan::Build(inputs->inventory, inputs->catalog,
+                          options.deep ? PlanScope::kDeepCheck : PlanScope::kConverge);
   const auto errors = RunReadOnly(*inputs, plan, MakeCheckPhase(), options.connect, global);
   nlohmann::json mismatches = nlohmann::json::array();
+  // Deep validations report their figures whether they pass or not.
+  nlohmann::json validations = nlohmann::json::array();
   std::size_t matched = 0;
   for (const auto& item : plan.items()) {
+    const Step* step = inputs->catalog.Find(item.step);
+    if (step != nullptr && step->deep && errors.count(item.node) == 0) {
+      validations.push_back({{"node", item.node},
+                             {"step", item.step},
+                             {"passed", item.state == ItemState::kSatisfied},
+                             {"figures", Mismatch(item, inputs->catalog)}});
+    }
     if (item.state == ItemState::kSatisfied) {
       ++matched;
     } else if (errors.count(item.node) == 0) {
@@ -54,6 +65,9 @@ int RunCheck(const CheckOptions& options, const GlobalOptions& global) {
                           {"ok", matched},
                           {"mismatches", mismatches},
                           {"unreachable", errors}};
+    if (options.deep) {
+      doc["validations"] = validations;
+    }
     std::cout << doc.dump(2) << '\n';
   } else {
     for (const auto& [node, error] : errors) {
@@ -62,6 +76,14 @@ int RunCheck(const CheckOptions& options, const GlobalOptions& global) {
     for (const auto& m : mismatches) {
       std::cout << fmt::format("{}: {} ({})\n", m["node"].get<std::string>(),
                                m["message"].get<std::string>(), m["step"].get<std::string>());
+    }
+    if (!validations.empty()) {
+      std::cout << "\nDeep validation:\n";
+      for (const auto& v : validations) {
+        std::cout << fmt::format("  {} {}: {} ({})\n", v["passed"].get<bool>() ? "pass" : "FAIL",
+                                 v["node"].get<std::string>(), v["figures"].get<std::string>(),
+                                 v["step"].get<std::string>());
+      }
     }
     std::cout << fmt::format(
         "\nCheck: {} nodes, {} of {} checks pass, {} mismatch{}, {} unreachable\n",
@@ -83,6 +105,9 @@ void SetCheckCommand(CLI::App& app, const GlobalOptions& global, int& exit_code)
       "Probe every node (read-only) and list where the cluster no longer matches the inventory.\n"
       "Exit status: 0 matches, 2 mismatches found, 1 error (e.g. a node unreachable).");
   cmd->add_option("inventory", options->inventory, "Inventory YAML file")->required();
+  cmd->add_flag("--deep", options->deep,
+                "Also run the deep validations (a GPU pod, NCCL all_reduce_perf across nodes, "
+                "ib_send_bw between node pairs) and report their figures");
   AddConnectOptions(*cmd, options->connect);
   cmd->callback([options, &global, &exit_code] { exit_code = RunCheck(*options, global); });
 }

@@ -218,6 +218,28 @@ TEST(CatalogErrors, BadInputs) {
   EXPECT_TRUE(HasError(p.diagnostics, 10, 9, "missing required key 'script'"));
 }
 
+TEST(CatalogParse, ADeepValidationNeedsNoChange) {
+  auto p = ParseText(
+      "steps:\n  - id: validate.nccl\n    deep: true\n    roles: [master]\n"
+      "    probe: all_reduce_perf\n");
+  ASSERT_TRUE(p.catalog) << p.diagnostics.Format();
+  EXPECT_TRUE(p.catalog->steps()[0].deep);
+  EXPECT_TRUE(p.catalog->steps()[0].change.empty());
+}
+
+TEST(CatalogErrors, ADeepValidationHasNoChangeRebootOrVerify) {
+  auto p = ParseText(R"(steps:
+  - id: validate.nccl
+    deep: true
+    roles: [master]
+    probe: all_reduce_perf
+    change: {any: x}
+    reboot: true
+)");
+  EXPECT_TRUE(HasError(p.diagnostics, 6, 5, "a deep validation has no 'change'"));
+  EXPECT_TRUE(HasError(p.diagnostics, 7, 5, "a deep validation has no 'reboot'"));
+}
+
 TEST(CatalogErrors, ChangeMissingADeclaredFamily) {
   auto p = ParseText(R"(steps:
   - id: a

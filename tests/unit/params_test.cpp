@@ -45,7 +45,7 @@ nodes:
 TEST(Params, KnownParametersAreSortedAndComplete) {
   const auto& names = KnownParameters();
   EXPECT_TRUE(std::is_sorted(names.begin(), names.end()));
-  EXPECT_EQ(names.size(), 37U);
+  EXPECT_EQ(names.size(), 42U);
   EXPECT_TRUE(IsKnownParameter("driver_branch"));
   EXPECT_FALSE(IsKnownParameter("driver"));
   // Every known name has a value, and nothing else does.
@@ -55,6 +55,15 @@ TEST(Params, KnownParametersAreSortedAndComplete) {
   for (const auto& name : names) {
     EXPECT_EQ(values.count(name), 1U) << name;
   }
+}
+
+TEST(Params, ValidationThresholdsAreEmptyUnlessSet) {
+  Inventory inv = Load(kCluster);
+  EXPECT_EQ(ParameterValues(inv, inv.nodes[0]).at("nccl_min_busbw"), "");
+  inv =
+      Load(std::string(kCluster) + "validation: {nccl_min_busbw_gbps: 150, ib_min_bw_gbps: 180}\n");
+  EXPECT_EQ(ParameterValues(inv, inv.nodes[0]).at("nccl_min_busbw"), "150");
+  EXPECT_EQ(ParameterValues(inv, inv.nodes[0]).at("ib_min_bw"), "180");
 }
 
 TEST(Params, NodeValues) {
@@ -107,6 +116,46 @@ TEST(Params, HostsListsManagementThenIbAddresses) {
             "198.18.0.10 m1\n198.18.0.11 w1\n198.18.0.12 w2\n198.18.0.20 s1\n10.10.0.11 w1-ib");
 }
 
+TEST(Params, GpuNodesNamesEveryNodeWithGpusOnEveryNode) {
+  const Inventory inv = Load(kCluster);
+  for (const Node& node : inv.nodes) {
+    EXPECT_EQ(ParameterValues(inv, node).at("gpu_nodes"), "w1 198.18.0.11") << node.name;
+  }
+  const Inventory two = Load(R"(cluster: c
+nodes:
+  - {name: m, address: 10.0.0.1, os: ubuntu-22.04, roles: [master]}
+  - {name: a, address: "fd00::2", os: rocky-9, roles: [worker], hardware: {gpus: {model: H100, count: 8}}}
+  - {name: b, address: b.example, os: ubuntu-22.04, roles: [worker], hardware: {gpus: {model: H100, count: 4}}}
+)");
+  EXPECT_EQ(ParameterValues(two, two.nodes[0]).at("gpu_nodes"), "a fd00::2\nb b.example");
+}
+
+TEST(Params, GpuCountsListsKubernetesNodesWithGpus) {
+  // w1 (worker, 8 GPUs) is listed; m1 and w2 have none, s1 is storage only.
+  const Inventory inv = Load(kCluster);
+  EXPECT_EQ(ParameterValues(inv, inv.nodes[0]).at("gpu_counts"), "w1 8");
+  const Inventory two = Load(R"(cluster: lab
+nodes:
+  - {name: m1, address: 198.18.0.10, os: ubuntu-22.04, roles: [master]}
+  - name: w1
+    address: 198.18.0.11
+    os: ubuntu-22.04
+    roles: [worker]
+    hardware: {gpus: {model: NVIDIA A100-SXM4-80GB, count: 8}}
+  - name: s1
+    address: 198.18.0.20
+    os: ubuntu-22.04
+    roles: [storage]
+    hardware: {gpus: {model: NVIDIA A100-SXM4-80GB, count: 2}}
+  - name: w2
+    address: 198.18.0.12
+    os: rocky-9
+    roles: [worker]
+    hardware: {gpus: {model: NVIDIA H100 80GB HBM3, count: 4}}
+)");
+  EXPECT_EQ(ParameterValues(two, two.nodes[3]).at("gpu_counts"), "w1 8\nw2 4");
+}
+
 TEST(Params, Nfs) {
   const Inventory inv = Load(kCluster);
   const auto v = ParameterValues(inv, inv.nodes[2]);
@@ -134,6 +183,8 @@ TEST(Params, Slurm) {
   const auto v = ParameterValues(inv, inv.nodes[0]);
   EXPECT_EQ(v.at("slurm_cluster_name"), "lab");
   EXPECT_EQ(v.at("slurm_partitions"), "gpu w1 YES\nall w1,w2 NO");
+  // Every worker, with its GPU count (0 without GPUs), for slurm.conf's NodeName lines.
+  EXPECT_EQ(v.at("slurm_nodes"), "w1 198.18.0.11 8\nw2 198.18.0.12 0");
 }
 
 TEST(Params, WithoutNfsOrSlurmTheValuesAreEmpty) {
@@ -146,6 +197,7 @@ nodes:
   EXPECT_EQ(v.at("nfs_exports"), "");
   EXPECT_EQ(v.at("slurm_cluster_name"), "");
   EXPECT_EQ(v.at("slurm_partitions"), "");
+  EXPECT_EQ(v.at("slurm_nodes"), "");
   EXPECT_EQ(v.at("worker_names"), "");
   EXPECT_EQ(v.at("orchestrator"), "kubernetes");
 }

@@ -39,6 +39,21 @@ TEST_F(PlanTest, HasOneItemPerApplicableNodeAndStep) {
   EXPECT_EQ(plan.Find("storage1", "gpu.driver"), nullptr);
 }
 
+TEST_F(PlanTest, DeepValidationsOnlyInADeepCheck) {
+  std::vector<Step> steps = catalog.steps();
+  Step nccl = MakeStep("validate.nccl", {Role::kMaster});
+  nccl.deep = true;
+  nccl.change.clear();
+  steps.push_back(nccl);
+  const Catalog with_deep = Catalog::FromSteps(steps);
+  EXPECT_EQ(Plan::Build(inventory, with_deep).Find("master1", "validate.nccl"), nullptr);
+  EXPECT_EQ(Plan::Build(inventory, with_deep).items().size(),
+            Plan::Build(inventory, catalog).items().size());
+  const Plan deep = Plan::Build(inventory, with_deep, PlanScope::kDeepCheck);
+  EXPECT_NE(deep.Find("master1", "validate.nccl"), nullptr);
+  EXPECT_EQ(deep.items().size(), Plan::Build(inventory, catalog).items().size() + 1);
+}
+
 TEST_F(PlanTest, OrdersEachNodeByDependenciesThenCatalogOrder) {
   const Plan plan = Plan::Build(inventory, catalog);
   std::vector<std::string> order;

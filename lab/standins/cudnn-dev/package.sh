@@ -1,14 +1,15 @@
 # libcudnn9-dev-cuda-<major> (RHEL: libcudnn9-devel-cuda-<major>): the headers,
 # here cudnn_version.h with the real CUDNN_MAJOR/MINOR/PATCHLEVEL defines.
 source "$PKG_DIR/../cudnn/release.sh"
-pkg_variants() { printf '%s\n' $CUDNN_CUDA_MAJORS; }
+pkg_variants() { printf '%s\n' $CUDNN_VARIANTS; }
 if [ -n "$PKG_VARIANT" ]; then
-  PKG_NAME=libcudnn9-dev-cuda-$PKG_VARIANT
-  PKG_RPM_NAME=libcudnn9-devel-cuda-$PKG_VARIANT
+  cudnn_variant
+  PKG_NAME=libcudnn9-dev-cuda-$CUDNN_CUDA
+  PKG_RPM_NAME=libcudnn9-devel-cuda-$CUDNN_CUDA
   PKG_VERSION=$CUDNN_RELEASE-1
-  PKG_SUMMARY="NVIDIA cuDNN 9 development files for CUDA $PKG_VARIANT"
-  PKG_DEB_DEPENDS="libcudnn9-cuda-$PKG_VARIANT (= $PKG_VERSION)"
-  PKG_RPM_REQUIRES="libcudnn9-cuda-$PKG_VARIANT = $CUDNN_RELEASE"
+  PKG_SUMMARY="NVIDIA cuDNN 9 development files for CUDA $CUDNN_CUDA"
+  PKG_DEB_DEPENDS="libcudnn9-cuda-$CUDNN_CUDA (= $PKG_VERSION)"
+  PKG_RPM_REQUIRES="libcudnn9-cuda-$CUDNN_CUDA = $CUDNN_RELEASE"
   PKG_PROVIDES="libcudnn9-dev"
   PKG_CONFLICTS="libcudnn9-dev"
 fi

@@ -2,11 +2,12 @@
 # cudnnGetVersion() answers the release. One CUDA flavour at a time (same files).
 source "$PKG_DIR/../cudnn/release.sh"
 source "$PKG_DIR/../stub-lib.sh"
-pkg_variants() { printf '%s\n' $CUDNN_CUDA_MAJORS; }
+pkg_variants() { printf '%s\n' $CUDNN_VARIANTS; }
 if [ -n "$PKG_VARIANT" ]; then
-  PKG_NAME=libcudnn9-cuda-$PKG_VARIANT
+  cudnn_variant
+  PKG_NAME=libcudnn9-cuda-$CUDNN_CUDA
   PKG_VERSION=$CUDNN_RELEASE-1
-  PKG_SUMMARY="NVIDIA cuDNN 9 runtime for CUDA $PKG_VARIANT (stub library)"
+  PKG_SUMMARY="NVIDIA cuDNN 9 runtime for CUDA $CUDNN_CUDA (stub library)"
   PKG_ARCH=amd64 # a real (stub) ELF library inside
   PKG_PROVIDES="libcudnn9"
   PKG_CONFLICTS="libcudnn9"

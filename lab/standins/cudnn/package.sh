@@ -1,10 +1,11 @@
 # cudnn9-cuda-<major>: NVIDIA's metapackage for cuDNN 9 (runtime + headers).
 source "$PKG_DIR/release.sh"
-pkg_variants() { printf '%s\n' $CUDNN_CUDA_MAJORS; }
+pkg_variants() { printf '%s\n' $CUDNN_VARIANTS; }
 if [ -n "$PKG_VARIANT" ]; then
-  PKG_NAME=cudnn9-cuda-$PKG_VARIANT
+  cudnn_variant
+  PKG_NAME=cudnn9-cuda-$CUDNN_CUDA
   PKG_VERSION=$CUDNN_RELEASE-1
-  PKG_SUMMARY="NVIDIA cuDNN 9 for CUDA $PKG_VARIANT (metapackage)"
-  PKG_DEB_DEPENDS="libcudnn9-cuda-$PKG_VARIANT (= $PKG_VERSION), libcudnn9-dev-cuda-$PKG_VARIANT (= $PKG_VERSION)"
-  PKG_RPM_REQUIRES="libcudnn9-cuda-$PKG_VARIANT = $CUDNN_RELEASE, libcudnn9-devel-cuda-$PKG_VARIANT = $CUDNN_RELEASE"
+  PKG_SUMMARY="NVIDIA cuDNN 9 for CUDA $CUDNN_CUDA (metapackage)"
+  PKG_DEB_DEPENDS="libcudnn9-cuda-$CUDNN_CUDA (= $PKG_VERSION), libcudnn9-dev-cuda-$CUDNN_CUDA (= $PKG_VERSION)"
+  PKG_RPM_REQUIRES="libcudnn9-cuda-$CUDNN_CUDA = $CUDNN_RELEASE, libcudnn9-devel-cuda-$CUDNN_CUDA = $CUDNN_RELEASE"
 fi

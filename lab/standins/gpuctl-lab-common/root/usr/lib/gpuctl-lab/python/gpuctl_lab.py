@@ -13,6 +13,7 @@ GPUCTL_LAB_ROOT prefixes every other node path (default /).
 import hashlib
 import os
 import shlex
+import stat
 
 PROFILE_PATH = "/etc/gpuctl-lab/profile.env"
 NVIDIA_LIB_DIR = "/usr/lib/gpuctl-lab/nvidia"  # version files the packages ship
@@ -156,8 +157,26 @@ def load_module(profile):
         result = "failed modprobe nvidia: fault injected (driver-load-fail)"
     else:
         result = f"loaded {module}"
+        make_device_nodes(profile)
     write_text(f"{NVIDIA_RUN_DIR}/module", result + "\n")
     return result
+
+
+def make_device_nodes(profile):
+    """What nvidia-modprobe does when the module loads: /dev/nvidiactl and
+    /dev/nvidia0..N-1 (character major 195), one per GPU the driver sees.
+    Slurm's gres.conf names them (File=/dev/nvidia[0-7]) and slurmd waits for
+    them. Nothing behind them: opening one gives ENXIO (no such device)."""
+    wanted = [("nvidiactl", 255)] + [(f"nvidia{g.index}", g.index) for g in gpus(profile)]
+    for name, minor in wanted:
+        path = node_path(f"/dev/{name}")
+        if os.path.exists(path):
+            continue
+        try:
+            os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(195, minor))
+            os.chmod(path, 0o666)
+        except OSError:
+            pass  # not root (a unit test under GPUCTL_LAB_ROOT): no device nodes
 
 
 class DriverState:

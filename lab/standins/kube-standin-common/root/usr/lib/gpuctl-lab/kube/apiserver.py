@@ -1063,7 +1063,34 @@ def core_route(s, method, parts, b, t):
             return 200, lst("Pod", pods, s)
     if parts == ["pods"] and method == "GET":
         return 200, lst("Pod", Pods(s, t).build().sorted_items(), s)
+    if method == "GET" and (parts == ["configmaps"] or (
+            parts[:1] == ["namespaces"] and parts[2:3] == ["configmaps"])):
+        return configmaps(s, parts[1] if len(parts) > 2 else None,
+                          parts[3] if len(parts) > 3 else None)
     raise Http(404, "NotFound", "the server could not find the requested resource")
+
+
+def configmaps(s, ns, name):
+    """The ConfigMaps applied with kubectl (flannel's net-conf.json), as stored."""
+    items = []
+    for o in sorted(s["objects"].values(), key=lambda o: (o["namespace"] or "", o["name"])):
+        if o["kind"] != "ConfigMap" or (ns is not None and o["namespace"] != ns):
+            continue
+        body = o["body"]
+        md = {k: v for k, v in (body.get("metadata") or {}).items()
+              if k not in ("creationTimestamp", "resourceVersion", "uid")}
+        md.update({"name": o["name"], "namespace": o["namespace"],
+                   "creationTimestamp": kl.rfc3339(o["created"]),
+                   "uid": uid("cm/" + o["namespace"] + "/" + o["name"]),
+                   "resourceVersion": str(s.get("resourceVersion", 1000))})
+        items.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": md,
+                      "data": body.get("data") or {}})
+    if name is None:
+        return 200, lst("ConfigMap", items, s)
+    found = next((i for i in items if i["metadata"]["name"] == name), None)
+    if found is None:
+        raise Http(404, "NotFound", "configmaps \"%s\" not found" % name)
+    return 200, found
 
 
 def ns_view(name, v):

@@ -28,10 +28,12 @@ RESOURCES = {
     "deployments": ("deployment", "deployments", "deploy", "deployment.apps",
                     "deployments.apps"),
     "namespaces": ("namespace", "namespaces", "ns"),
+    "configmaps": ("configmap", "configmaps", "cm"),
 }
 SINGULAR = {"nodes": "node", "pods": "pod", "daemonsets": "daemonset.apps",
-            "deployments": "deployment.apps", "namespaces": "namespace"}
-NAMESPACED = {"pods", "daemonsets", "deployments"}
+            "deployments": "deployment.apps", "namespaces": "namespace",
+            "configmaps": "configmap"}
+NAMESPACED = {"pods", "daemonsets", "deployments", "configmaps"}
 SPEC = {
     "kubeconfig": "str", "namespace": "str", "all-namespaces": "bool", "output": "str",
     "selector": "str", "filename": "list", "all": "bool", "for": "str", "timeout": "str",
@@ -127,8 +129,9 @@ class Ctx:
             path = "/api/v1/nodes"
         elif rtype == "namespaces":
             path = "/api/v1/namespaces"
-        elif rtype == "pods":
-            path = "/api/v1/pods" if ns is None else "/api/v1/namespaces/%s/pods" % ns
+        elif rtype in ("pods", "configmaps"):
+            path = ("/api/v1/" + rtype if ns is None else
+                    "/api/v1/namespaces/%s/%s" % (ns, rtype))
         else:
             path = "/apis/apps/v1/%s%s" % ("" if ns is None else "namespaces/%s/" % ns, rtype)
         return self.call("GET", path)["items"]
@@ -256,6 +259,9 @@ def table_rows(rtype, items, wide, all_ns, show_labels):
                                                            d["spec"]["replicas"]),
                          str(s.get("updatedReplicas", 0)), str(s.get("availableReplicas", 0)),
                          age(d)])
+    elif rtype == "configmaps":
+        head = ["NAME", "DATA", "AGE"]
+        rows = [[c["metadata"]["name"], str(len(c.get("data") or {})), age(c)] for c in items]
     else:
         head = ["NAME", "STATUS", "AGE"]
         rows = [[n["metadata"]["name"], n["status"]["phase"], age(n)] for n in items]
@@ -609,9 +615,10 @@ def cmd_apply(ctx, args, opts, mode="apply"):
     if not objs:
         err("error: no objects passed to %s" % mode)
     if opts.get("dry-run") in ("client", "server", "true"):
-        for _, o in objs:
+        for i, (_, o) in enumerate(objs):
             if opts.get("output") == "yaml":
-                sys.stdout.write(miniyaml.dump(o))
+                # kubectl's YAML printer separates the objects it prints.
+                sys.stdout.write(("---\n" if i else "") + miniyaml.dump(o))
             elif opts.get("output") == "json":
                 sys.stdout.write(json.dumps(o, indent=4) + "\n")
             else:

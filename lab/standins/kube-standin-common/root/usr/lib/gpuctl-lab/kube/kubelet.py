@@ -152,6 +152,11 @@ def main(argv):
     if opts.get("once"):
         return 0 if kubelet.sync() else 1
     klog("I", "server.go:487", "\"Kubelet version\" kubeletVersion=\"v%s\"" % version)
+    # The real kubelet runs the control plane's static pods; here they are one
+    # unit, which a (re)started kubelet starts while the manifest is there.
+    if os.path.exists(kl.rpath("/etc/kubernetes/manifests/kube-apiserver.yaml")) and \
+            kl.systemctl("is-active", "--quiet", "gpuctl-lab-apiserver.service") != 0:
+        kl.systemctl("start", "--no-block", "gpuctl-lab-apiserver.service")
     interval = max(1, kl.setting("KUBE_HEARTBEAT_S", 10))
     while True:
         kubelet.sync()

@@ -1,0 +1,177 @@
+// The container steps (playbooks/40-containers.yaml) on real nodes of both
+// families: the real containerd 1.6 (Debian's package on Ubuntu, the same
+// binaries as containerd.io on Rocky) converges to SystemdCgroup = true with
+// the nvidia runtime, and a GPU Operator's later edits of config.toml survive
+// every following apply, even one that has to fix a key gpuctl owns.
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "support/lab_support.h"
+
+namespace gpuctl {
+namespace {
+
+using test::ChangesIn;
+using test::Lab;
+using test::Quote;
+using test::Result;
+using test::Shell;
+using test::Trim;
+namespace fs = std::filesystem;
+
+// worker1 is Ubuntu (apt) and worker2 Rocky (dnf) in `--profile mixed`.
+const std::vector<std::string> kNodesChecked = {"worker1", "worker2"};
+
+// What the GPU Operator's toolkit container does to a node's containerd: its
+// own nvidia runtime binary, an extra runtime, nvidia as the default, then a
+// restart. (The lab has no Kubernetes operator; this is its file edit.)
+constexpr const char* kOperatorEdit = R"(set -e
+cfg=/etc/containerd/config.toml
+nvidia-ctk runtime configure --runtime=containerd --set-as-default 2>/dev/null
+sed -i 's#"/usr/bin/nvidia-container-runtime"#"/usr/local/nvidia/toolkit/nvidia-container-runtime"#' "$cfg"
+cat >>"$cfg" <<'EOF'
+
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia-cdi]
+  runtime_type = "io.containerd.runc.v2"
+
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia-cdi.options]
+  BinaryName = "/usr/local/nvidia/toolkit/nvidia-container-runtime.cdi"
+  SystemdCgroup = true
+EOF
+systemctl restart containerd
+)";
+
+// Reads KEY of TABLE (quotes dropped) in containerd's effective configuration.
+constexpr const char* kDumpGet = R"(containerd config dump | awk -v t="$T" -v k="$K" '
+  /^[ \t]*\[/ { h = $0; gsub(/[][ \t"]/, "", h); cur = h; next }
+  cur == t && $1 == k { sub(/^[^=]*=[ \t]*/, ""); gsub(/"/, ""); print; exit }')";
+
+class ContainersLabTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (const std::string why = test::MissingPrerequisite(); !why.empty()) GTEST_SKIP() << why;
+    lab_ = std::make_unique<Lab>(fmt::format("c{}", getpid()));
+    std::string log;
+    ASSERT_TRUE(lab_->Up(&log, "--profile mixed")) << log;
+    runs_ = fs::path(lab_->Env("LAB_STATE")) / "test-runs";
+  }
+  void TearDown() override {
+    if (lab_ != nullptr) lab_->Down(/*purge=*/true);
+  }
+
+  Result Gpuctl(const std::string& args) const {
+    return Shell(std::string("NO_COLOR=1 ") + GPUCTL_BINARY + " " + args + " " +
+                 Quote(lab_->Env("LAB_INVENTORY")) + " 2>&1 </dev/null");
+  }
+  std::string RunDir(const std::string& name) const { return (runs_ / name).string(); }
+
+  std::string Live(const std::string& node, const std::string& table,
+                   const std::string& key) const {
+    const std::string t = "plugins.io.containerd.grpc.v1.cri.containerd" + table;
+    return Trim(
+        lab_->Ssh(node, "T=" + Quote(t) + "; K=" + Quote(key) + "; " + std::string(kDumpGet)).out);
+  }
+  std::string Sha(const std::string& node) const {
+    return Trim(lab_->Ssh(node, "sha256sum </etc/containerd/config.toml").out);
+  }
+
+  std::unique_ptr<Lab> lab_;
+  fs::path runs_;
+};
+
+TEST_F(ContainersLabTest, ConvergesOnBothFamiliesAndKeepsTheGpuOperatorsEdits) {
+  const Result apply = Gpuctl("apply --yes --run-dir " + RunDir("first"));
+  ASSERT_EQ(apply.status, 0) << apply.out;
+
+  for (const std::string& node : kNodesChecked) {
+    SCOPED_TRACE(node + " (" + lab_->Node(node).os + ")");
+    EXPECT_EQ(Trim(lab_->Ssh(node, "systemctl is-active containerd").out), "active");
+    EXPECT_EQ(Trim(lab_->Ssh(node, "systemctl is-enabled containerd").out), "enabled");
+    // The real daemon runs with its CRI plugin loaded.
+    EXPECT_EQ(Trim(lab_->Ssh(node, "ctr plugins ls | awk '$2 == \"cri\" { print $4 }'").out), "ok");
+    EXPECT_EQ(Live(node, ".runtimes.runc.options", "SystemdCgroup"), "true");
+    EXPECT_EQ(Live(node, ".runtimes.nvidia.options", "BinaryName"),
+              "/usr/bin/nvidia-container-runtime");
+  }
+  // Ubuntu: Debian's own config.toml was edited, not replaced (its CNI path
+  // is still there); Rocky: containerd.io's placeholder was set aside.
+  EXPECT_EQ(Trim(lab_->Ssh("worker1", "grep -c /usr/lib/cni /etc/containerd/config.toml").out),
+            "1");
+  EXPECT_EQ(lab_->Ssh("worker2",
+                      "grep -q 'disabled_plugins = \\[\"cri\"\\]' "
+                      "/etc/containerd/config.toml.gpuctl-orig")
+                .status,
+            0);
+
+  // The operator arrives and rewrites config.toml its way.
+  std::map<std::string, std::string> operator_sha;
+  for (const std::string& node : kNodesChecked) {
+    ASSERT_EQ(lab_->Ssh(node, kOperatorEdit).status, 0) << node;
+    operator_sha[node] = Sha(node);
+  }
+  const Result second = Gpuctl("apply --yes --run-dir " + RunDir("second"));
+  EXPECT_EQ(second.status, 0) << second.out;
+  EXPECT_EQ(ChangesIn(RunDir("second")), 0) << second.out;
+  for (const std::string& node : kNodesChecked) {
+    SCOPED_TRACE(node);
+    EXPECT_EQ(Sha(node), operator_sha[node]);
+    EXPECT_EQ(Live(node, "", "default_runtime_name"), "nvidia");
+    EXPECT_EQ(Live(node, ".runtimes.nvidia.options", "BinaryName"),
+              "/usr/local/nvidia/toolkit/nvidia-container-runtime");
+  }
+
+  // Someone turns runc's SystemdCgroup off: gpuctl fixes that one line and
+  // nothing else, so the file is the operator's again, byte for byte.
+  for (const std::string& node : kNodesChecked) {
+    ASSERT_EQ(lab_->Ssh(node,
+                        "sed -i '/runtimes.runc.options\\]/,/^ *\\[/ "
+                        "s/SystemdCgroup = true/SystemdCgroup = false/' "
+                        "/etc/containerd/config.toml && systemctl restart containerd")
+                  .status,
+              0);
+    ASSERT_NE(Sha(node), operator_sha[node]) << node << ": the test's edit did nothing";
+  }
+  const Result check = Gpuctl("check");
+  EXPECT_NE(check.status, 0) << check.out;
+  EXPECT_NE(check.out.find("runc's SystemdCgroup is false"), std::string::npos) << check.out;
+
+  const Result third = Gpuctl("apply --yes --run-dir " + RunDir("third"));
+  EXPECT_EQ(third.status, 0) << third.out;
+  EXPECT_EQ(ChangesIn(RunDir("third")), 2) << third.out;  // containers.containerd, twice
+  for (const std::string& node : kNodesChecked) {
+    SCOPED_TRACE(node);
+    EXPECT_EQ(Sha(node), operator_sha[node]);
+    EXPECT_EQ(Live(node, ".runtimes.runc.options", "SystemdCgroup"), "true");
+    EXPECT_EQ(Live(node, ".runtimes.nvidia-cdi.options", "BinaryName"),
+              "/usr/local/nvidia/toolkit/nvidia-container-runtime.cdi");
+  }
+  const Result green = Gpuctl("check");
+  EXPECT_EQ(green.status, 0) << green.out;
+
+  // policy.docker: the Docker stand-in beside containerd, nvidia runtime
+  // loaded by the running daemon, and again nothing to do on a second run.
+  const std::string docker_inventory = (runs_ / "docker.yaml").string();
+  std::ofstream(docker_inventory) << test::ReadFile(lab_->Env("LAB_INVENTORY"))
+                                  << "policy:\n  docker: true\n";
+  const auto with_docker = [&](const std::string& args) {
+    return Shell(std::string("NO_COLOR=1 ") + GPUCTL_BINARY + " " + args + " " +
+                 Quote(docker_inventory) + " 2>&1 </dev/null");
+  };
+  const Result docker = with_docker("apply --yes --run-dir " + RunDir("docker"));
+  EXPECT_EQ(docker.status, 0) << docker.out;
+  for (const std::string& node : kNodesChecked) {
+    SCOPED_TRACE(node);
+    EXPECT_EQ(Trim(lab_->Ssh(node, "systemctl is-enabled docker").out), "enabled");
+    EXPECT_NE(lab_->Ssh(node, "docker info | grep '^ *Runtimes:'").out.find(" nvidia"),
+              std::string::npos);
+  }
+  const Result docker_again = with_docker("apply --yes --run-dir " + RunDir("docker-again"));
+  EXPECT_EQ(docker_again.status, 0) << docker_again.out;
+  EXPECT_EQ(ChangesIn(RunDir("docker-again")), 0) << docker_again.out;
+}
+
+}  // namespace
+}  // namespace gpuctl

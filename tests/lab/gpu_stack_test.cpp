@@ -1,0 +1,162 @@
+// The GPU stack, fabric and monitoring steps (playbooks/25-gpu-stack.yaml,
+// 30-fabric.yaml, 80-monitoring.yaml) on real nodes of both families: the
+// driver held, cuDNN and NCCL at the inventory's versions, OFED with every
+// port Active, /etc/nccl.conf, dcgm-exporter on each GPU node and a real
+// Prometheus (Debian's, mirrored into the lab repository) on the master
+// scraping them; a second apply sends nothing, and a pulled IB cable (the
+// ib-down fault) is named by check.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "support/lab_support.h"
+
+namespace gpuctl {
+namespace {
+
+using test::ChangesIn;
+using test::Lab;
+using test::Quote;
+using test::Result;
+using test::Shell;
+using test::Trim;
+namespace fs = std::filesystem;
+
+// worker1 is Ubuntu (apt) and worker2 Rocky (dnf) in `--profile mixed`; both
+// have 8 A100s and mlx5_0/mlx5_1 at 200. The lab inventory has no versions:
+// the defaults apply (driver 550, CUDA 12.4, cuDNN 9.1, NCCL 2.21, OFED 24.01).
+const std::vector<std::string> kGpuNodes = {"worker1", "worker2"};
+
+class GpuStackLabTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!test::MissingPrerequisite().empty()) return;
+    lab_ = new Lab(fmt::format("gs{}", getpid()));
+    if (!lab_->Up(&up_log_, "--profile mixed")) return;
+    runs_ = fs::path(lab_->Env("LAB_STATE")) / "test-runs";
+    first_apply_ = Gpuctl("apply --yes --run-dir " + RunDir("first"));
+  }
+  static void TearDownTestSuite() {
+    if (lab_ != nullptr) lab_->Down(/*purge=*/true);
+    delete lab_;
+    lab_ = nullptr;
+  }
+  void SetUp() override {
+    if (const std::string why = test::MissingPrerequisite(); !why.empty()) GTEST_SKIP() << why;
+    ASSERT_FALSE(lab_->nodes().empty()) << up_log_;
+    ASSERT_EQ(first_apply_.status, 0) << first_apply_.out;
+  }
+
+  static Result Gpuctl(const std::string& args) {
+    return Shell(std::string("NO_COLOR=1 ") + GPUCTL_BINARY + " " + args + " " +
+                 Quote(lab_->Env("LAB_INVENTORY")) + " 2>&1 </dev/null");
+  }
+  static std::string RunDir(const std::string& name) { return (runs_ / name).string(); }
+  static std::string On(const std::string& node, const std::string& command) {
+    return Trim(lab_->Ssh(node, command).out);
+  }
+
+  static Lab* lab_;
+  static std::string up_log_;
+  static fs::path runs_;
+  static Result first_apply_;
+};
+
+Lab* GpuStackLabTest::lab_ = nullptr;
+std::string GpuStackLabTest::up_log_;
+fs::path GpuStackLabTest::runs_;
+Result GpuStackLabTest::first_apply_;
+
+TEST_F(GpuStackLabTest, StackFabricAndMonitoringConvergeOnBothFamilies) {
+  // Each step was applied where it belongs: the six node steps on both GPU
+  // nodes, Prometheus on the master (the summary's "+ <step> applied" lines).
+  const auto applied = [](const std::string& step) {
+    std::istringstream lines(first_apply_.out);
+    int n = 0;
+    for (std::string line; std::getline(lines, line);) {
+      const auto at = line.find("+ " + step + " ");
+      if (at != std::string::npos && line.find("applied", at) != std::string::npos) ++n;
+    }
+    return n;
+  };
+  for (const char* step : {"gpu.driver-hold", "cuda.cudnn", "cuda.nccl", "ib.ofed", "ib.nccl-env",
+                           "monitor.dcgm-exporter"}) {
+    EXPECT_EQ(applied(step), 2) << step << "\n" << first_apply_.out;
+  }
+  EXPECT_EQ(applied("monitor.prometheus"), 1) << first_apply_.out;
+
+  // apt: every driver package held. dnf (no versionlock plugin in the lab):
+  // the driver's packages excluded, so the newer branch the repository
+  // offers is invisible to upgrades, and visible again without the excludes.
+  const std::string held = On("worker1", "apt-mark showhold | sort | tr '\\n' ' '");
+  EXPECT_EQ(held, "nvidia-dkms-550 nvidia-driver-550 nvidia-utils-550");
+  EXPECT_EQ(On("worker2", "dnf -q check-update 'cuda-drivers*' 'kmod-nvidia*'; echo rc=$?"),
+            "rc=0");
+  EXPECT_NE(On("worker2", "dnf -q --disableexcludes=main check-update cuda-drivers"), "")
+      << "the lab repository should offer a newer cuda-drivers than 550";
+
+  for (const std::string& node : kGpuNodes) {
+    SCOPED_TRACE(node + " (" + lab_->Node(node).os + ")");
+    // cuDNN 9.1 and NCCL 2.21 as an admin checks them: headers and libraries.
+    EXPECT_EQ(On(node,
+                 "awk '$2 ~ /^CUDNN_(MAJOR|MINOR)$/ { print $3 }' "
+                 "/usr/include/cudnn_version.h | paste -sd."),
+              "9.1");
+    EXPECT_EQ(On(node,
+                 "awk '$2 ~ /^NCCL_(MAJOR|MINOR)$/ { print $3 }' /usr/include/nccl.h | "
+                 "paste -sd."),
+              "2.21");
+    EXPECT_EQ(On(node, "test -e /usr/lib/x86_64-linux-gnu/libnccl.so.2 && echo yes"), "yes");
+    // OFED: ports Active at 200, openibd on at boot; NCCL pointed at them.
+    EXPECT_EQ(On(node, "ibstat | grep -cE 'State: Active|Rate: 200'"), "4");
+    EXPECT_EQ(On(node, "systemctl is-enabled openibd"), "enabled");
+    EXPECT_EQ(On(node, "grep ^NCCL_ /etc/nccl.conf | tr '\\n' ' '"),
+              "NCCL_IB_HCA=mlx5_0:1,mlx5_1:1 NCCL_SOCKET_IFNAME=eth0");
+    // dcgm-exporter serves one temperature per GPU.
+    EXPECT_EQ(On(node, "curl -fsS localhost:9400/metrics | grep -c '^DCGM_FI_DEV_GPU_TEMP{'"), "8");
+  }
+
+  // The master's Prometheus scrapes both nodes' exporters: its own query
+  // API sees eight GPUs per node, labelled with the inventory's names.
+  const std::string query =
+      "curl -fsS 'http://localhost:9090/api/v1/query' "
+      "--data-urlencode 'query=count by (node) (DCGM_FI_DEV_GPU_TEMP)'";
+  std::string answer;
+  EXPECT_TRUE(test::PollUntil(std::chrono::seconds(60), [&] {
+    answer = On("master1", query);
+    return answer.find("\"worker1\"},\"value\":[") != std::string::npos &&
+           answer.find("\"worker2\"},\"value\":[") != std::string::npos;
+  })) << answer;
+  EXPECT_EQ(On("master1", query + " | grep -o '\"[0-9]*\"]' | tr '\\n' ' '"), "\"8\"] \"8\"]");
+
+  const Result check = Gpuctl("check");
+  EXPECT_EQ(check.status, 0) << check.out;
+
+  const Result again = Gpuctl("apply --yes --run-dir " + RunDir("second"));
+  EXPECT_EQ(again.status, 0) << again.out;
+  EXPECT_EQ(ChangesIn(RunDir("second")), 0) << again.out;
+}
+
+TEST_F(GpuStackLabTest, CheckNamesADownIbPortOnEachFamily) {
+  ASSERT_EQ(Shell(lab_->Tool("fault worker1 ib-down=mlx5_0") + " 2>&1").status, 0);
+  ASSERT_EQ(Shell(lab_->Tool("fault worker2 ib-down=mlx5_1") + " 2>&1").status, 0);
+  const Result check = Gpuctl("check");
+  EXPECT_EQ(check.status, 2) << check.out;
+  EXPECT_NE(check.out.find("worker1: mlx5_0 port 1: State Down (want Active) (ib.ofed)"),
+            std::string::npos)
+      << check.out;
+  EXPECT_NE(check.out.find("worker2: mlx5_1 port 1: State Down (want Active) (ib.ofed)"),
+            std::string::npos)
+      << check.out;
+  EXPECT_NE(check.out.find("2 mismatches"), std::string::npos) << check.out;
+
+  ASSERT_EQ(Shell(lab_->Tool("fault worker1 --clear") + " 2>&1").status, 0);
+  ASSERT_EQ(Shell(lab_->Tool("fault worker2 --clear") + " 2>&1").status, 0);
+  const Result healed = Gpuctl("check");
+  EXPECT_EQ(healed.status, 0) << healed.out;
+}
+
+}  // namespace
+}  // namespace gpuctl

@@ -1,0 +1,132 @@
+// The Slurm steps (playbooks/70-slurm.yaml) on a lab with an apt worker and a
+// dnf worker (`--profile slurm`: worker1 Ubuntu with 8 A100, worker2 Rocky with
+// 8 H100). The daemons are the real Slurm and MUNGE, so the test runs a job
+// across both workers; then it rekeys MUNGE from the environment, and checks
+// that no key ever shows in gpuctl's output or run directory.
+#include <algorithm>
+
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "support/lab_support.h"
+
+namespace gpuctl {
+namespace {
+
+using test::ChangesIn;
+using test::Lab;
+using test::PollUntil;
+using test::Quote;
+using test::ReadFile;
+using test::Result;
+using test::Shell;
+using test::Trim;
+namespace fs = std::filesystem;
+
+const std::vector<std::string> kSlurmNodes = {"master1", "worker1", "worker2"};
+
+class SlurmLabTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (const std::string why = test::MissingPrerequisite(); !why.empty()) GTEST_SKIP() << why;
+    lab_ = std::make_unique<Lab>(fmt::format("s{}", getpid()));
+    std::string log;
+    ASSERT_TRUE(lab_->Up(&log, "--profile slurm")) << log;
+    runs_ = fs::path(lab_->Env("LAB_STATE")) / "test-runs";
+    // The profile's partitions hold one worker each; a job across both needs
+    // a third, over every worker (a partition without nodes).
+    inventory_ = (fs::path(lab_->Env("LAB_STATE")) / "slurm-test.yaml").string();
+    ASSERT_EQ(Shell("sed 's/^    - {name: h100, nodes: \\[worker2\\]}$/&\\n    - {name: all}/' " +
+                    Quote(lab_->Env("LAB_INVENTORY")) + " >" + Quote(inventory_))
+                  .status,
+              0);
+    ASSERT_NE(ReadFile(inventory_).find("{name: all}"), std::string::npos);
+  }
+  void TearDown() override {
+    if (lab_ != nullptr) lab_->Down(/*purge=*/true);
+  }
+
+  // -v: every script and its output goes to the terminal, so the leak check
+  // below sees everything gpuctl could have shown.
+  Result Gpuctl(const std::string& args, const std::string& inventory,
+                const std::string& env = "") const {
+    return Shell(env + " NO_COLOR=1 " + GPUCTL_BINARY + " -v " + args + " " + Quote(inventory) +
+                 " 2>&1 </dev/null");
+  }
+  std::string RunDir(const std::string& name) const { return (runs_ / name).string(); }
+  const std::string& Inventory() const { return inventory_; }
+
+  // "worker1 idle gpu:8" lines from the controller, sorted.
+  std::string Sinfo() const {
+    return Trim(lab_->Ssh("master1", "sinfo -N -h -o '%N %T %G' | sort -u").out);
+  }
+  std::string KeyBase64(const std::string& node) const {
+    return Trim(lab_->Ssh(node, "base64 -w0 /etc/munge/munge.key").out);
+  }
+  // Everything a run left on this machine: its output and its run directory.
+  bool Leaks(const std::string& secret, const Result& run, const std::string& run_dir) const {
+    if (secret.size() < 16) return true;  // no key read: treat as a failure
+    if (run.out.find(secret) != std::string::npos) return true;
+    return Shell("grep -rqF " + Quote(secret) + " " + Quote(run_dir)).status == 0;
+  }
+
+  std::unique_ptr<Lab> lab_;
+  fs::path runs_;
+  std::string inventory_;
+};
+
+TEST_F(SlurmLabTest, AptAndDnfWorkersGoIdleWithGpusRunJobsAndKeepTheKeySecret) {
+  const Result apply = Gpuctl("apply --yes --run-dir " + RunDir("first"), Inventory());
+  ASSERT_EQ(apply.status, 0) << apply.out;
+
+  // Both workers registered, idle, with their GPUs as gres.
+  const std::string want = "worker1 idle gpu:8\nworker2 idle gpu:8";
+  EXPECT_TRUE(PollUntil(std::chrono::seconds(30), [&] { return Sinfo() == want; })) << Sinfo();
+  // The real daemons run a job on both workers, the apt one and the dnf one.
+  const Result job = lab_->Ssh("master1", "srun -N2 -p all hostname | sort");
+  EXPECT_EQ(job.status, 0);
+  EXPECT_EQ(Trim(job.out), "worker1\nworker2");
+  EXPECT_EQ(Trim(lab_->Ssh("worker2", "rpm -q --qf '%{NAME}\\n' slurm-slurmd munge").out),
+            "slurm-slurmd\nmunge");
+
+  // One key, the master's, owned by munge with mode 0400, on every node.
+  const std::string key = KeyBase64("master1");
+  for (const std::string& node : kSlurmNodes) {
+    SCOPED_TRACE(node);
+    EXPECT_EQ(KeyBase64(node), key);
+    EXPECT_EQ(Trim(lab_->Ssh(node, "stat -c '%U %a' /etc/munge/munge.key").out), "munge 400");
+    EXPECT_EQ(Trim(lab_->Ssh(node, "id -u slurm").out), "64030");
+  }
+  EXPECT_FALSE(Leaks(key, apply, RunDir("first")));
+
+  const Result again = Gpuctl("apply --yes --run-dir " + RunDir("second"), Inventory());
+  EXPECT_EQ(again.status, 0) << again.out;
+  EXPECT_EQ(ChangesIn(RunDir("second")), 0) << again.out;
+  const Result check = Gpuctl("check", Inventory());
+  EXPECT_EQ(check.status, 0) << check.out;
+
+  // The inventory now names a key in the environment: every node takes it,
+  // the daemons restart on it, and the nodes come back idle.
+  const std::string rekeyed = (fs::path(lab_->Env("LAB_STATE")) / "rekeyed.yaml").string();
+  ASSERT_EQ(Shell("sed 's/^slurm:$/slurm:\\n  munge_key_env: GPUCTL_MUNGE_KEY/' " +
+                  Quote(Inventory()) + " >" + Quote(rekeyed))
+                .status,
+            0);
+  const std::string new_key =
+      Trim(Shell("head -c 96 /dev/urandom | base64 -w0").out);  // 128 base64 characters
+  const std::string env = "GPUCTL_MUNGE_KEY=" + Quote(new_key);
+  const Result rekey = Gpuctl("apply --yes --run-dir " + RunDir("rekey"), rekeyed, env);
+  ASSERT_EQ(rekey.status, 0) << rekey.out;
+  for (const std::string& node : kSlurmNodes) {
+    EXPECT_EQ(KeyBase64(node), new_key) << node;
+  }
+  EXPECT_TRUE(PollUntil(std::chrono::seconds(30), [&] { return Sinfo() == want; })) << Sinfo();
+  EXPECT_EQ(lab_->Ssh("master1", "srun -N2 -p all true").status, 0);
+  EXPECT_FALSE(Leaks(new_key, rekey, RunDir("rekey")));
+  const Result settled = Gpuctl("apply --yes --run-dir " + RunDir("settled"), rekeyed, env);
+  EXPECT_EQ(ChangesIn(RunDir("settled")), 0) << settled.out;
+}
+
+}  // namespace
+}  // namespace gpuctl

@@ -1,0 +1,126 @@
+// The fabric steps (playbooks/30-fabric.yaml): ib.ofed's verification reads
+// ibstat's port blocks (tests/fixtures/ib/) and names the first port that is
+// not Active at the inventory's rate; ib.nccl-env finds the management
+// interface from iproute2's answers (tests/fixtures/ip/).
+#include <gtest/gtest.h>
+
+#include "support/step_harness.h"
+
+namespace gpuctl {
+namespace {
+
+using testing::StepHarness;
+
+std::string Inventory(const std::string& ports, const std::string& address = "198.18.0.2") {
+  return "cluster: t\nnodes:\n"
+         "  - {name: m, address: 198.18.0.1, os: ubuntu-22.04, roles: [master]}\n"
+         "  - name: w\n    address: " +
+         address +
+         "\n    os: ubuntu-22.04\n    roles: [worker]\n"
+         "    hardware:\n      gpus: {model: H100, count: 8}\n      ib: [" +
+         ports + "]\n";
+}
+
+const char* kTwoPorts =
+    "{device: mlx5_0, port: 1, rate: 200}, {device: mlx5_1, port: 1, rate: 200}";
+
+class OfedVerify : public ::testing::Test {
+ protected:
+  // mlnx-ofed-all at `release`; openibd installed and enabled unless told.
+  static void Node(StepHarness& h, const std::string& ibstat, const std::string& release,
+                   int openibd_enabled = 0) {
+    h.StubOutput("dpkg-query", release);
+    h.Stub("systemctl", "case \"$1\" in cat) exit 0 ;; is-enabled) exit " +
+                            std::to_string(openibd_enabled) + " ;; esac\nexit 1");
+    h.StubFixture("ibstat", ibstat);
+  }
+};
+
+TEST_F(OfedVerify, PassesWhenEveryPortIsActiveAtItsRate) {
+  StepHarness h(Inventory(kTwoPorts));
+  Node(h, "ib/ibstat-2port-active.txt", "24.01-0.3.3.1");
+  const auto run = h.Verify("ib.ofed", "w");
+  EXPECT_EQ(run.status, 0) << run.out;
+}
+
+TEST_F(OfedVerify, NamesTheDownPort) {
+  StepHarness h(Inventory(kTwoPorts));
+  Node(h, "ib/ibstat-mlx5_1-down.txt", "24.01-0.3.3.1");
+  const auto run = h.Verify("ib.ofed", "w");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.out, "mlx5_1 port 1: State Down (want Active)\n");
+}
+
+TEST_F(OfedVerify, NamesAPortAtTheWrongRate) {
+  StepHarness h(Inventory(kTwoPorts));
+  Node(h, "ib/ibstat-mlx5_1-rate-100.txt", "24.01-0.3.3.1");
+  const auto run = h.Verify("ib.ofed", "w");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.out, "mlx5_1 port 1: rate 100 (want 200)\n");
+}
+
+TEST_F(OfedVerify, ReadsEachPortOfADualPortAdapter) {
+  StepHarness h(
+      Inventory("{device: mlx5_0, port: 1, rate: 200}, {device: mlx5_0, port: 2, rate: 200}"));
+  Node(h, "ib/ibstat-dual-port-and-roce.txt", "24.01-0.3.3.1");
+  EXPECT_EQ(h.Verify("ib.ofed", "w").status, 0);
+
+  StepHarness missing(Inventory(kTwoPorts));
+  Node(missing, "ib/ibstat-dual-port-and-roce.txt", "24.01-0.3.3.1");
+  const auto run = missing.Verify("ib.ofed", "w");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.out, "mlx5_1 port 1: not shown by ibstat\n");
+}
+
+TEST_F(OfedVerify, NamesTheReleaseOpenibdAndAFailingIbstat) {
+  StepHarness h(Inventory(kTwoPorts));
+  Node(h, "ib/ibstat-2port-active.txt", "23.10-2.1.3.1");
+  auto run = h.Verify("ib.ofed", "w");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.out, "mlnx-ofed-all is 23.10-2.1.3.1 (want 24.01)\n");
+
+  Node(h, "ib/ibstat-2port-active.txt", "24.01-0.3.3.1", /*openibd_enabled=*/1);
+  run = h.Verify("ib.ofed", "w");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.out, "openibd is not enabled at boot\n");
+  EXPECT_EQ(h.Probe("ib.ofed", "w").out, "openibd is not enabled at boot\n");
+
+  Node(h, "ib/ibstat-2port-active.txt", "24.01-0.3.3.1");
+  h.StubOutput(
+      "ibstat",
+      "ibpanic: [4242] main: stat of IB device 'mlx5_0' failed: No such file or directory\n", 255);
+  run = h.Verify("ib.ofed", "w");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.out,
+            "ibstat fails: ibpanic: [4242] main: stat of IB device 'mlx5_0' failed: No such file "
+            "or directory\n");
+}
+
+TEST(NcclEnv, SocketInterfaceIsTheOneHoldingTheNodeAddress) {
+  StepHarness h(Inventory(kTwoPorts, "10.20.1.11"));
+  h.Stub("ip", "case \"$*\" in *'addr show to 10.20.1.11'*) cat '" +
+                   StepHarness::Fixture("ip/addr-show-to.txt") + "' ;; esac");
+  const auto run = h.Probe("ib.nccl-env", "w");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.out,
+            "/etc/nccl.conf is missing or differs (want NCCL_IB_HCA=mlx5_0:1,mlx5_1:1 "
+            "NCCL_SOCKET_IFNAME=ens10f0)\n");
+}
+
+TEST(NcclEnv, SocketInterfaceFallsBackToTheRoute) {
+  // Reached through NAT: no interface holds the address; the route names one.
+  StepHarness h(Inventory("{device: mlx5_2, port: 1, rate: 400}", "10.20.1.11"));
+  h.Stub("ip", "case \"$*\" in *'route get 10.20.1.11'*) cat '" +
+                   StepHarness::Fixture("ip/route-get.txt") + "' ;; esac");
+  const auto run = h.Probe("ib.nccl-env", "w");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.out,
+            "/etc/nccl.conf is missing or differs (want NCCL_IB_HCA=mlx5_2:1 "
+            "NCCL_SOCKET_IFNAME=bond0)\n");
+
+  h.Stub("ip", "exit 0");
+  EXPECT_EQ(h.Probe("ib.nccl-env", "w").out, "no interface holds or routes 10.20.1.11\n");
+}
+
+}  // namespace
+}  // namespace gpuctl

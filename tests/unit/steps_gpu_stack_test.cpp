@@ -1,0 +1,128 @@
+// The GPU stack steps' probes (playbooks/25-gpu-stack.yaml) read dpkg, apt-mark
+// and rpm as they answer on a node: which driver packages are installed and
+// held (tests/fixtures/apt/), and which cuDNN and NCCL versions are installed.
+#include <gtest/gtest.h>
+
+#include "support/step_harness.h"
+
+namespace gpuctl {
+namespace {
+
+using testing::StepHarness;
+
+std::string Inventory(const std::string& os, const std::string& versions) {
+  return "cluster: t\nversions: {" + versions +
+         "}\nnodes:\n"
+         "  - {name: m, address: 198.18.0.1, os: ubuntu-22.04, roles: [master]}\n"
+         "  - name: w\n    address: 198.18.0.2\n    os: " +
+         os + "\n    roles: [worker]\n    hardware: {gpus: {model: H100, count: 8}}\n";
+}
+
+// dpkg-query as pkg_version asks it: -W -f=${Version} NAME, one version per
+// installed package named in `versions` ("name=version" lines), else exit 1.
+std::string DpkgVersions(const std::string& versions) {
+  return "for a; do name=$a; done\n"
+         "v=$(printf '%s\\n' '" +
+         versions +
+         "' | sed -n \"s/^$name=//p\")\n"
+         "[ -n \"$v\" ] || exit 1\nprintf '%s' \"$v\"";
+}
+
+// rpm as pkg_version asks it: -q --quiet NAME (silent), then -q --qf ... NAME
+// (which says "package NAME is not installed" on stdout when it is not).
+std::string RpmVersions(const std::string& versions) {
+  return "for a; do name=$a; done\n"
+         "v=$(printf '%s\\n' '" +
+         versions +
+         "' | sed -n \"s/^$name=//p\")\n"
+         "case \"$*\" in *--quiet*) [ -n \"$v\" ]; exit ;; esac\n"
+         "[ -n \"$v\" ] || { echo \"package $name is not installed\"; exit 1; }\n"
+         "printf '%s' \"$v\"";
+}
+
+TEST(GpuStackSteps, DriverHoldNamesEveryUnheldPackageOfTheBranch) {
+  StepHarness h(Inventory("ubuntu-22.04", "driver_branch: \"550\""));
+  h.StubFixture("dpkg-query", "apt/dpkg-query-nvidia-550.txt");
+  h.StubFixture("apt-mark", "apt/apt-mark-showhold-partial.txt");
+  const auto run = h.Probe("gpu.driver-hold", "w");
+  EXPECT_EQ(run.status, 1) << run.out;
+  // The branch's packages, the firmware named after the release included;
+  // not the container toolkit, nvidia-prime/-settings, nor the removed 535.
+  EXPECT_EQ(run.out,
+            "not held: libnvidia-cfg1-550 libnvidia-common-550 libnvidia-compute-550 "
+            "libnvidia-decode-550 libnvidia-encode-550 libnvidia-extra-550 libnvidia-fbc1-550 "
+            "libnvidia-gl-550 nvidia-compute-utils-550 nvidia-firmware-550-550.127.05 "
+            "nvidia-kernel-common-550 nvidia-kernel-source-550 xserver-xorg-video-nvidia-550\n");
+}
+
+TEST(GpuStackSteps, DriverHoldIsDoneWhenHeldPackagesShowAsHi) {
+  // A full version as the branch works too (550.127.05 -> branch 550).
+  StepHarness h(Inventory("ubuntu-22.04", "driver_branch: \"550.127.05\""));
+  h.StubOutput("dpkg-query",
+               "hi  nvidia-dkms-550\nhi  nvidia-driver-550\nhi  nvidia-utils-550\n"
+               "ii  nvidia-container-toolkit\nun  nvidia-utils\n");
+  h.StubFixture("apt-mark", "apt/apt-mark-showhold-partial.txt");
+  const auto run = h.Probe("gpu.driver-hold", "w");
+  EXPECT_EQ(run.status, 0) << run.out;
+}
+
+TEST(GpuStackSteps, DriverHoldWaitsForTheDriver) {
+  StepHarness h(Inventory("ubuntu-22.04", "driver_branch: \"570\""));
+  h.StubFixture("dpkg-query", "apt/dpkg-query-nvidia-550.txt", 1);
+  h.StubOutput("apt-mark", "");
+  const auto run = h.Probe("gpu.driver-hold", "w");
+  EXPECT_EQ(run.status, 3) << run.out;
+  EXPECT_EQ(run.out, "no driver packages of branch 570 installed yet\n");
+}
+
+TEST(GpuStackSteps, CudnnProbeWantsRuntimeAndHeadersAtTheVersion) {
+  StepHarness h(Inventory("ubuntu-22.04", "cuda: \"12.4\", cudnn: \"9.1\""));
+  h.Stub("dpkg-query",
+         DpkgVersions("libcudnn9-cuda-12=9.1.1.17-1\nlibcudnn9-dev-cuda-12=9.1.1.17-1"));
+  EXPECT_EQ(h.Probe("cuda.cudnn", "w").status, 0);
+
+  // 9.10 is not 9.1: the version must continue with a dot.
+  h.Stub("dpkg-query",
+         DpkgVersions("libcudnn9-cuda-12=9.10.2.21-1\nlibcudnn9-dev-cuda-12=9.10.2.21-1"));
+  auto run = h.Probe("cuda.cudnn", "w");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.out, "libcudnn9-cuda-12 9.10.2.21-1 is installed, want 9.1\n");
+
+  h.Stub("dpkg-query", DpkgVersions("libcudnn9-cuda-12=9.1.1.17-1"));
+  run = h.Probe("cuda.cudnn", "w");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.out, "libcudnn9-dev-cuda-12 is not installed\n");
+}
+
+TEST(GpuStackSteps, CudnnProbeUsesRhelNamesAndTheCudaMajor) {
+  StepHarness h(Inventory("rocky-9", "driver_branch: \"580\", cuda: \"13.0\", cudnn: \"9.13\""));
+  h.Stub("rpm", RpmVersions("libcudnn9-cuda-13=9.13.0.50-1\nlibcudnn9-devel-cuda-13=9.13.0.50-1"));
+  EXPECT_EQ(h.Probe("cuda.cudnn", "w").status, 0);
+
+  h.Stub("rpm", RpmVersions("libcudnn9-cuda-12=9.13.0.50-1\nlibcudnn9-devel-cuda-12=9.13.0.50-1"));
+  const auto run = h.Probe("cuda.cudnn", "w");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.out, "libcudnn9-cuda-13 is not installed\n");
+}
+
+TEST(GpuStackSteps, NcclProbeReadsNvidiasVersionFormat) {
+  StepHarness h(Inventory("ubuntu-22.04", "nccl: \"2.21\""));
+  h.Stub("dpkg-query", DpkgVersions("libnccl2=2.21.5-1+cuda12.4\nlibnccl-dev=2.21.5-1+cuda12.4"));
+  EXPECT_EQ(h.Probe("cuda.nccl", "w").status, 0);
+
+  h.Stub("dpkg-query", DpkgVersions("libnccl2=2.23.4-1+cuda12.6\nlibnccl-dev=2.23.4-1+cuda12.6"));
+  const auto run = h.Probe("cuda.nccl", "w");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.out, "libnccl2 2.23.4-1+cuda12.6 is installed, want 2.21\n");
+}
+
+TEST(GpuStackSteps, NcclProbeOnRhelNamesTheMissingDevelPackage) {
+  StepHarness h(Inventory("rocky-9", "nccl: \"2.21.5\""));
+  h.Stub("rpm", RpmVersions("libnccl=2.21.5-1+cuda12.4"));
+  const auto run = h.Probe("cuda.nccl", "w");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.out, "libnccl-devel is not installed\n");
+}
+
+}  // namespace
+}  // namespace gpuctl

@@ -1,0 +1,280 @@
+// The Kubernetes steps' probes and verifications (playbooks/60-kubernetes.yaml)
+// read kubectl, helm and dpkg the way the real tools answer: jsonpath output
+// rendered by a real kubectl 1.30 (tests/fixtures/kubectl/), helm's JSON
+// (tests/fixtures/helm/), and the Google Cloud SDK kubectl this host's dpkg
+// database holds.
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "support/step_harness.h"
+
+namespace gpuctl {
+namespace {
+
+using testing::StepHarness;
+
+// master1, worker1 and worker2 as in the fixtures; worker2's GPU count and the
+// pod CIDR vary per test.
+std::string Inventory(int worker2_gpus = 8, const std::string& pod_cidr = "10.244.0.0/16") {
+  return "cluster: t\nnetwork: {pod_cidr: \"" + pod_cidr +
+         "\"}\nnodes:\n"
+         "  - {name: master1, address: 198.18.0.10, os: ubuntu-22.04, roles: [master]}\n"
+         "  - name: worker1\n    address: 198.18.0.11\n    os: ubuntu-22.04\n"
+         "    roles: [worker]\n"
+         "    hardware: {gpus: {model: \"NVIDIA A100-SXM4-80GB\", count: 8}}\n"
+         "  - name: worker2\n    address: 198.18.0.12\n    os: ubuntu-22.04\n"
+         "    roles: [worker]\n"
+         "    hardware: {gpus: {model: \"NVIDIA A100-SXM4-80GB\", count: " +
+         std::to_string(worker2_gpus) + "}}\n";
+}
+
+bool Has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// ---------------------------------------------------------------- k8s.packages
+
+class PackagesTest : public ::testing::Test {
+ protected:
+  PackagesTest() : h_(Inventory()) {
+    // dpkg-query answers per package from files: the version (pkg_version)
+    // and the selection/status words (the hold check).
+    h_.Stub("dpkg-query",
+            "f=$2; shift 2\nfor p in \"$@\"; do\n"
+            "  case \"$f\" in\n"
+            "    *Status*) printf '%s %s\\n' \"$p\" \"$(cat \"" +
+                h_.dir().string() + "/status-$p\")\" ;;\n" + "    *) cat \"" + h_.dir().string() +
+                "/version-$p\" ;;\n  esac\ndone");
+    for (const char* p : {"kubeadm", "kubelet", "kubectl"}) {
+      Package(p, "1.30.6-1.1", "hold ok installed");
+    }
+    h_.StubOutput("kubeadm", "v1.30.6\n");
+    h_.StubOutput("kubelet", "Kubernetes v1.30.6\n");
+    h_.StubFixture("kubectl", "kubectl/version-client-1.30.txt");
+    h_.StubOutput("systemctl", "", 0);
+  }
+  void Package(const std::string& name, const std::string& version, const std::string& status) {
+    std::ofstream(h_.dir() / ("version-" + name)) << version;
+    std::ofstream(h_.dir() / ("status-" + name)) << status;
+  }
+  StepHarness h_;
+};
+
+TEST_F(PackagesTest, PassesWhenPinnedHeldOnPathAndEnabled) {
+  const auto run = h_.Probe("k8s.packages", "worker1");
+  EXPECT_EQ(run.status, 0) << run.out;
+}
+
+TEST_F(PackagesTest, TheCloudSdkKubectlIsInstalledButNotTheWantedVersion) {
+  // The host's dpkg database (inherited by Ubuntu-like lab nodes) has Google
+  // Cloud SDK's kubectl: "installed" must not count.
+  Package("kubectl", "", "install ok installed");
+  std::filesystem::copy_file(StepHarness::Fixture("kubectl/dpkg-version-kubectl-gcloud-sdk.txt"),
+                             h_.dir() / "version-kubectl",
+                             std::filesystem::copy_options::overwrite_existing);
+  const auto run = h_.Probe("k8s.packages", "worker1");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_TRUE(Has(run.out, "kubectl 1:528.0.0-0 is installed (want 1.30)")) << run.out;
+}
+
+TEST_F(PackagesTest, NamesPackagesThatAreNotHeld) {
+  Package("kubelet", "1.30.6-1.1", "install ok installed");
+  const auto run = h_.Probe("k8s.packages", "worker1");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_TRUE(Has(run.out, "not held against upgrades: kubelet")) << run.out;
+}
+
+TEST_F(PackagesTest, AMissingPackageIsNamed) {
+  Package("kubeadm", "", "");
+  const auto run = h_.Probe("k8s.packages", "worker1");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_TRUE(Has(run.out, "kubeadm is not installed (want 1.30)")) << run.out;
+}
+
+TEST_F(PackagesTest, TheKubectlOnPathMustReportTheVersion) {
+  // The packages are right but PATH finds the SDK's dispatcher (v1.32.4).
+  h_.StubFixture("kubectl", "kubectl/version-client-gcloud-sdk.txt");
+  const auto run = h_.Probe("k8s.packages", "worker1");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_TRUE(
+      Has(run.out, "'kubectl version --client' reports 'Client Version: v1.32.4-dispatcher'"))
+      << run.out;
+}
+
+TEST_F(PackagesTest, KubeletMustBeEnabled) {
+  h_.StubOutput("systemctl", "", 1);
+  const auto run = h_.Probe("k8s.packages", "worker1");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_TRUE(Has(run.out, "kubelet.service is not enabled")) << run.out;
+}
+
+// ---------------------------------------------------------------- k8s.cni
+
+// kubectl answering the DaemonSet lookup and the ConfigMap's net-conf.json.
+void StubFlannel(StepHarness& h, const std::string& net_conf_fixture, bool daemonset = true) {
+  h.Stub("kubectl", std::string("case \"$*\" in\n") + "  *daemonset*) " +
+                        (daemonset ? "echo daemonset.apps/kube-flannel-ds ;;\n"
+                                   : "echo 'Error from server (NotFound): daemonsets.apps "
+                                     "\"kube-flannel-ds\" not found' >&2; exit 1 ;;\n") +
+                        "  *configmap*) cat '" + StepHarness::Fixture(net_conf_fixture) +
+                        "' ;;\n  *) exit 1 ;;\nesac");
+}
+
+TEST(CniStep, ProbeReadsTheNetworkFromFlannelsNetConf) {
+  StepHarness h(Inventory());
+  StubFlannel(h, "kubectl/flannel-net-conf.txt");
+  const auto run = h.Probe("k8s.cni", "master1");
+  EXPECT_EQ(run.status, 0) << run.out;
+}
+
+TEST(CniStep, ProbeNamesAnotherPodCidr) {
+  StepHarness h(Inventory(8, "10.32.0.0/16"));
+  StubFlannel(h, "kubectl/flannel-net-conf.txt");
+  auto run = h.Probe("k8s.cni", "master1");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_TRUE(Has(run.out, "net-conf.json has Network '10.244.0.0/16' (want 10.32.0.0/16)"))
+      << run.out;
+  StubFlannel(h, "kubectl/flannel-net-conf-10.32.txt");
+  run = h.Probe("k8s.cni", "master1");
+  EXPECT_EQ(run.status, 0) << run.out;
+}
+
+TEST(CniStep, ProbeSaysFlannelIsNotApplied) {
+  StepHarness h(Inventory());
+  StubFlannel(h, "kubectl/flannel-net-conf.txt", /*daemonset=*/false);
+  const auto run = h.Probe("k8s.cni", "master1");
+  if (std::filesystem::exists("/etc/kubernetes/admin.conf")) {
+    EXPECT_EQ(run.status, 1);
+    EXPECT_TRUE(Has(run.out, "flannel is not applied: Error from server (NotFound)")) << run.out;
+  } else {
+    // No cluster on this host: known after k8s.init has run.
+    EXPECT_EQ(run.status, 3) << run.out;
+  }
+}
+
+// ---------------------------------------------------------------- k8s.nodes-ready
+
+TEST(NodesReadyStep, AllInventoryNodesReady) {
+  StepHarness h(Inventory());
+  h.StubFixture("kubectl", "kubectl/ready-all-ready.txt");
+  const auto run = h.Probe("k8s.nodes-ready", "master1");
+  EXPECT_EQ(run.status, 0) << run.out;
+}
+
+TEST(NodesReadyStep, NamesANodeWhoseKubeletStoppedPosting) {
+  StepHarness h(Inventory());
+  h.StubFixture("kubectl", "kubectl/ready-worker2-unknown.txt");
+  const auto run = h.Probe("k8s.nodes-ready", "master1");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_TRUE(Has(run.out, "1 of 3 nodes not Ready: worker2 (Ready=Unknown)")) << run.out;
+}
+
+TEST(NodesReadyStep, NamesANodeThatNeverRegistered) {
+  StepHarness h(Inventory());
+  h.StubFixture("kubectl", "kubectl/ready-worker2-missing.txt");
+  const auto run = h.Probe("k8s.nodes-ready", "master1");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_TRUE(Has(run.out, "1 of 3 nodes not Ready: worker2 (not registered)")) << run.out;
+}
+
+// ---------------------------------------------------------------- k8s.gpu-operator
+
+class GpuOperatorTest : public ::testing::Test {
+ protected:
+  static void StubHelm(StepHarness& h, const std::string& list, const std::string& values) {
+    h.Stub("helm", "case \"$*\" in\n  *list*) cat '" + StepHarness::Fixture(list) +
+                       "' ;;\n  *values*) cat '" + StepHarness::Fixture(values) +
+                       "' ;;\n  *) exit 1 ;;\nesac");
+  }
+  // The verification polls; its pauses cost nothing here.
+  static void NoSleep(StepHarness& h) { h.Stub("sleep", "exit 0"); }
+};
+
+TEST_F(GpuOperatorTest, ProbeAcceptsTheDeployedReleaseWithHostDriverAndToolkit) {
+  StepHarness h(Inventory());
+  StubHelm(h, "helm/list-gpu-operator-deployed.json", "helm/values-host-driver-and-toolkit.json");
+  const auto run = h.Probe("k8s.gpu-operator", "master1");
+  EXPECT_EQ(run.status, 0) << run.out;
+}
+
+TEST_F(GpuOperatorTest, ProbeNamesWhatDiffers) {
+  StepHarness h(Inventory());
+  StubHelm(h, "helm/list-empty.json", "helm/values-host-driver-and-toolkit.json");
+  auto run = h.Probe("k8s.gpu-operator", "master1");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_TRUE(Has(run.out, "release gpu-operator is not installed")) << run.out;
+
+  StubHelm(h, "helm/list-gpu-operator-failed.json", "helm/values-host-driver-and-toolkit.json");
+  run = h.Probe("k8s.gpu-operator", "master1");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_TRUE(Has(run.out, "release gpu-operator is not deployed: failed")) << run.out;
+
+  StubHelm(h, "helm/list-gpu-operator-deployed.json", "helm/values-host-driver-only.json");
+  run = h.Probe("k8s.gpu-operator", "master1");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_TRUE(Has(run.out, "does not set toolkit.enabled=false")) << run.out;
+}
+
+TEST_F(GpuOperatorTest, ProbeNamesAnotherChartVersion) {
+  StepHarness h(
+      "cluster: t\nversions: {gpu_operator: v24.9.0}\nnodes:\n"
+      "  - {name: master1, address: 198.18.0.10, os: ubuntu-22.04, roles: [master]}\n");
+  StubHelm(h, "helm/list-gpu-operator-deployed.json", "helm/values-host-driver-and-toolkit.json");
+  const auto run = h.Probe("k8s.gpu-operator", "master1");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_TRUE(Has(run.out, "runs chart gpu-operator-v24.3.0 (want gpu-operator-v24.9.0)"))
+      << run.out;
+}
+
+TEST_F(GpuOperatorTest, VerifyPassesWhenEveryGpuNodeAdvertisesItsCount) {
+  StepHarness h(Inventory());
+  NoSleep(h);
+  h.StubFixture("kubectl", "kubectl/gpu-all-ready.txt");
+  const auto run = h.Verify("k8s.gpu-operator", "master1");
+  EXPECT_EQ(run.status, 0) << run.out;
+}
+
+TEST_F(GpuOperatorTest, VerifyNamesTheFirstNodeThatDiffers) {
+  StepHarness h(Inventory());
+  NoSleep(h);
+  h.StubFixture("kubectl", "kubectl/gpu-worker2-no-gpu.txt");
+  auto run = h.Verify("k8s.gpu-operator", "master1");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.out, "node worker2: allocatable nvidia.com/gpu is none (want 8)\n");
+
+  h.StubFixture("kubectl", "kubectl/gpu-worker2-missing.txt");
+  run = h.Verify("k8s.gpu-operator", "master1");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.out, "node worker2 is not in the cluster (want nvidia.com/gpu 8)\n");
+}
+
+TEST_F(GpuOperatorTest, VerifyComparesWithTheInventorysCount) {
+  StepHarness h(Inventory(4));
+  NoSleep(h);
+  h.StubFixture("kubectl", "kubectl/gpu-all-ready.txt");
+  const auto run = h.Verify("k8s.gpu-operator", "master1");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.out, "node worker2: allocatable nvidia.com/gpu is 8 (want 4)\n");
+}
+
+// ---------------------------------------------------------------- k8s.helm
+
+TEST(HelmStep, ProbeWantsHelm316AndNvidiasRepository) {
+  StepHarness h(Inventory());
+  h.Stub("helm", "case \"$1\" in\n  version) cat '" +
+                     StepHarness::Fixture("helm/version-short.txt") + "' ;;\n  repo) cat '" +
+                     StepHarness::Fixture("helm/repo-list.txt") + "' ;;\nesac");
+  auto run = h.Probe("k8s.helm", "master1");
+  EXPECT_EQ(run.status, 0) << run.out;
+
+  h.Stub("helm", "case \"$1\" in\n  version) cat '" +
+                     StepHarness::Fixture("helm/version-short.txt") +
+                     "' ;;\n  repo) echo 'Error: no repositories to show' >&2; exit 1 ;;\nesac");
+  run = h.Probe("k8s.helm", "master1");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_TRUE(Has(run.out, "helm repository 'nvidia' is 'missing'")) << run.out;
+}
+
+}  // namespace
+}  // namespace gpuctl

@@ -1,0 +1,101 @@
+// slurm.ready (playbooks/70-slurm.yaml) reads `sinfo -N -h -o '%N %T %G %E'`
+// as the real Slurm 22.05 prints it: captures from the lab's real slurmctld
+// (tests/fixtures/slurm/README.md) through a stubbed sinfo.
+#include <gtest/gtest.h>
+
+#include "support/step_harness.h"
+
+namespace gpuctl {
+namespace {
+
+using testing::StepHarness;
+
+// The lab's slurm profile: master1, worker1 and worker2 with `gpus` GPUs each
+// (the captures show gpu:8), and `extra` more worker lines.
+std::string Inventory(int gpus = 8, const std::string& extra = "") {
+  std::string worker =
+      "    roles: [worker]\n    hardware: {gpus: {model: \"NVIDIA H100 80GB HBM3\", "
+      "count: " +
+      std::to_string(gpus) + "}}\n";
+  return "cluster: t\norchestrator: slurm\nnodes:\n"
+         "  - {name: master1, address: 198.18.0.10, os: ubuntu-22.04, roles: [master]}\n"
+         "  - name: worker1\n    address: 198.18.0.11\n    os: ubuntu-22.04\n" +
+         worker + "  - name: worker2\n    address: 198.18.0.12\n    os: rocky-9\n" + worker + extra;
+}
+
+class SlurmReadyTest : public ::testing::Test {
+ protected:
+  // slurmctld is active unless a test says otherwise.
+  static void Use(StepHarness& h, const std::string& sinfo_fixture, int sinfo_status = 0) {
+    h.StubOutput("systemctl", "", 0);
+    h.StubFixture("sinfo", "slurm/" + sinfo_fixture, sinfo_status);
+  }
+};
+
+TEST_F(SlurmReadyTest, PassesWhenEveryWorkerIsIdleWithItsGpus) {
+  StepHarness h(Inventory());
+  Use(h, "sinfo-idle.txt");
+  const auto run = h.Probe("slurm.ready", "master1");
+  EXPECT_EQ(run.status, 0) << run.out;
+}
+
+// Each capture of a worker not ready, and the one line the probe makes of it.
+struct NotReady {
+  const char* fixture;
+  const char* line;
+};
+
+TEST_F(SlurmReadyTest, NamesEachWorkerNotReadyWithSlurmsStateAndReason) {
+  const NotReady cases[] = {
+      {"sinfo-down-rebooted.txt", "worker2 is down (Node unexpectedly rebooted)\n"},
+      {"sinfo-drained.txt", "worker2 is drained* (admin maintenance)\n"},
+      {"sinfo-not-responding.txt", "worker2 is not responding (idle*)\n"},
+  };
+  for (const NotReady& c : cases) {
+    SCOPED_TRACE(c.fixture);
+    StepHarness h(Inventory());
+    Use(h, c.fixture);
+    const auto run = h.Probe("slurm.ready", "master1");
+    EXPECT_EQ(run.status, 1);
+    EXPECT_EQ(run.out, c.line);
+  }
+}
+
+TEST_F(SlurmReadyTest, ComparesTheGresWithTheInventorysGpuCount) {
+  StepHarness h(Inventory(4));
+  Use(h, "sinfo-idle.txt");
+  const auto run = h.Probe("slurm.ready", "master1");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.out, "worker1 has gres gpu:8 (want gpu:4); worker2 has gres gpu:8 (want gpu:4)\n");
+}
+
+TEST_F(SlurmReadyTest, NamesAWorkerSlurmDoesNotKnow) {
+  StepHarness h(Inventory(8,
+                          "  - {name: worker3, address: 198.18.0.13, os: rocky-9, roles: "
+                          "[worker]}\n"));
+  Use(h, "sinfo-idle.txt");
+  const auto run = h.Probe("slurm.ready", "master1");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.out, "worker3 is not in sinfo\n");
+}
+
+TEST_F(SlurmReadyTest, ReportsSinfosOwnErrorWhenTheControllerDoesNotAnswer) {
+  StepHarness h(Inventory());
+  Use(h, "sinfo-no-controller.txt", 1);
+  const auto run = h.Probe("slurm.ready", "master1");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.out,
+            "sinfo fails: slurm_load_partitions: Unable to contact slurm controller (connect "
+            "failure)\n");
+}
+
+TEST_F(SlurmReadyTest, IsUnknownUntilSlurmctldRuns) {
+  StepHarness h(Inventory());
+  Use(h, "sinfo-idle.txt");
+  h.StubOutput("systemctl", "", 3);  // is-active: inactive
+  const auto run = h.Probe("slurm.ready", "master1");
+  EXPECT_EQ(run.status, 3) << run.out;
+}
+
+}  // namespace
+}  // namespace gpuctl
