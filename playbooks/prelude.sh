@@ -123,3 +123,34 @@ unit_started_after() {
     [ "$(stat -c %Y "$_f" 2>/dev/null || echo 0)" -le "$_since" ] || return 1
   done
 }
+
+# gpuctl_block FILE: the lines of gpuctl's block in FILE, between "# BEGIN
+# gpuctl" and "# END gpuctl" (markers excluded); empty without one. Fails
+# (status 2) when the markers do not pair up.
+gpuctl_block() {
+  [ "$(grep -c '^# BEGIN gpuctl$' "$1" 2>/dev/null)" = "$(grep -c '^# END gpuctl$' "$1" 2>/dev/null)" ] ||
+    return 2
+  sed -n '/^# BEGIN gpuctl$/,/^# END gpuctl$/{/^# BEGIN gpuctl$/d;/^# END gpuctl$/d;p;}' "$1" 2>/dev/null || true
+}
+
+# set_gpuctl_block FILE CONTENT: replaces gpuctl's block in FILE (the first
+# one; later duplicates are dropped) or appends it; every other line is kept.
+set_gpuctl_block() {
+  if ! gpuctl_block "$1" >/dev/null; then
+    echo "gpuctl: $1 has unmatched '# BEGIN gpuctl' / '# END gpuctl' lines; fix them by hand" >&2
+    return 1
+  fi
+  [ -f "$1" ] || : >"$1"
+  # ENVIRON, not awk -v, which would expand backslashes.
+  GPUCTL_BLOCK="# BEGIN gpuctl
+$2
+# END gpuctl" awk '
+    /^# BEGIN gpuctl$/ { if (!done) print ENVIRON["GPUCTL_BLOCK"]; done = 1; skip = 1; next }
+    skip && /^# END gpuctl$/ { skip = 0; next }
+    !skip { print }
+    END { if (!done) print ENVIRON["GPUCTL_BLOCK"] }
+  ' "$1" >"$1.gpuctl-tmp.$$"
+  chmod "$(stat -c %a "$1")" "$1.gpuctl-tmp.$$"
+  mv -f "$1.gpuctl-tmp.$$" "$1"
+  if command -v restorecon >/dev/null 2>&1; then restorecon "$1" || true; fi
+}

@@ -126,8 +126,29 @@ disk_ubuntu() {
   opaque "$u" /var/cache/apt
   layer_dir "$u" /var/cache/apt/archives/partial
   : | layer_write "$u" /etc/gpuctl-lab/firstboot.done # nothing to do at first boot
+  disk_ubuntu_nfs "$u"
   for t in "${RPM_TOOLS[@]}"; do [ -e "$t" ] && whiteout "$u" "$t"; done
   return 0
+}
+
+# NFS on Ubuntu-like nodes: Debian's real nfs-common and nfs-kernel-server
+# install, but the kernel has neither NFS client nor server, so the lab's
+# simulated transport stands in for the kernel's part (docs/lab.md, NFS):
+# mount.nfs (dpkg is told not to unpack the real one over it; like the real
+# one it refuses until nfs-common is installed) and nfs-server.service (in
+# /etc, so it wins over the package's). The Rocky node gets the same files
+# from the nfs-utils stand-in.
+disk_ubuntu_nfs() {
+  local u=$1 sim=$LAB_LIB/../standins/nfs-utils/root/usr/lib/gpuctl-lab/nfs
+  layer_write "$u" /usr/lib/gpuctl-lab/nfs/nfsd-sim 755 <"$sim/nfsd-sim"
+  layer_write "$u" /usr/lib/gpuctl-lab/nfs/mount.nfs 755 <"$sim/mount.nfs"
+  layer_link "$u" /usr/sbin/mount.nfs ../lib/gpuctl-lab/nfs/mount.nfs
+  layer_link "$u" /usr/sbin/mount.nfs4 ../lib/gpuctl-lab/nfs/mount.nfs
+  layer_write "$u" /etc/systemd/system/nfs-server.service <"$sim/nfs-server.service"
+  printf '%s\n' "# gpuctl-lab: the lab's mount.nfs stands in for these (docs/lab.md, NFS)." \
+    "path-exclude=/sbin/mount.nfs" "path-exclude=/sbin/mount.nfs4" \
+    "path-exclude=/usr/sbin/mount.nfs" "path-exclude=/usr/sbin/mount.nfs4" |
+    layer_write "$u" /etc/dpkg/dpkg.cfg.d/gpuctl-lab-nfs
 }
 
 # Rocky-like nodes: dnf/rpm see only the lab's rpm repository; the rpm
@@ -313,7 +334,7 @@ base_prepare() {
   local os=$1 b hash
   b=$LAB_STATE/base-$os
   hash=$(cat "$LAB_TABLE" "$LAB_STATE/ssh/id_ed25519.pub" "$LAB_LIB/disk.sh" "$LAB_LIB/layer.sh" \
-    "$LAB_LIB/firstboot.sh" \
+    "$LAB_LIB/firstboot.sh" "$LAB_LIB"/../standins/nfs-utils/root/usr/lib/gpuctl-lab/nfs/* \
     "$LAB_REPO/.source-hash" <(echo "$os" /etc/systemd/system/*.wants/*) | sha256sum)
   [ -d "$b" ] && [ "$(read_file "$b.hash")" = "$hash" ] && return 0
   rm -rf --one-file-system "$b"

@@ -250,9 +250,11 @@ cmd_up() {
   # A different layout than the disks were made for: start from clean disks.
   if [ -f "$LAB_TABLE" ] && [ "$(cut -f1-8 "$LAB_TABLE")" != "$(cut -f1-8 <<<"$table")" ]; then
     log "layout changed since the last up: new disks for every node"
-    rm -rf --one-file-system "$LAB_NODES_DIR"
+    rm -rf --one-file-system "$LAB_NODES_DIR" "$LAB_STATE/nfs"
     mkdir -p "$LAB_NODES_DIR"
   fi
+  # The lab's NFS store: what the NFS server's exports hold (docs/lab.md, NFS).
+  mkdir -p "$LAB_STATE/nfs"
   echo "$table" >"$LAB_TABLE"
   echo "$profile" >"$LAB_STATE/profile"
   [ -n "$nodes" ] && echo "nodes $nodes" >"$LAB_STATE/profile"

@@ -17,6 +17,7 @@
 #                devpts, shm
 #   /run, /tmp   tmpfs
 #   /srv/gpuctl-repo  the lab's package repository, read-only
+#   /srv/gpuctl-lab-nfs  the lab's NFS store (STATE/nfs), read-write
 #   the lab's state directory is hidden (it holds the lab's private key)
 # Then pivot_root into it, detach the host's tree, drop the capabilities that
 # act on the shared kernel (modules, clock), and exec systemd.
@@ -24,7 +25,7 @@ set -euo pipefail
 
 node_dir=$1
 # shellcheck source=/dev/null
-. "$node_dir/boot.env" # NODE LAB_NAME BOOT BOOT_ID UPPER WORK BASE DEVSKEL MERGED REPO HIDE
+. "$node_dir/boot.env" # NODE LAB_NAME BOOT BOOT_ID UPPER WORK BASE DEVSKEL MERGED REPO NFS_STORE HIDE
 
 m=$MERGED
 hostname "$NODE"
@@ -66,6 +67,13 @@ mount -t tmpfs -o mode=1777,nosuid,nodev,size=64m tmpfs "$m/dev/shm"
 
 mkdir -p "$m/srv/gpuctl-repo"
 mount --bind -o ro "$REPO" "$m/srv/gpuctl-repo"
+# The lab's NFS store, read-write and the same directory in every node: the
+# simulated NFS transport (nfsd-sim publishes exports there, mount.nfs binds
+# them; docs/lab.md, NFS).
+if [ -n "${NFS_STORE:-}" ]; then
+  mkdir -p "$NFS_STORE" "$m/srv/gpuctl-lab-nfs"
+  mount --bind "$NFS_STORE" "$m/srv/gpuctl-lab-nfs"
+fi
 
 # The lab's own state (every node's disk) must not show inside a node, yet the
 # path stays the node's to use, as on a real machine (the Kubernetes

@@ -53,6 +53,7 @@ BASE=$LAB_STATE/base-$(cat "$d/os")
 DEVSKEL=$LAB_STATE/dev
 MERGED=$d/merged
 REPO=$LAB_REPO
+NFS_STORE=$LAB_STATE/nfs
 HIDE="$(dirname "$LAB_STATE")"
 EOF
   # Keep the console log small: start afresh past 1 MiB.

@@ -1,0 +1,99 @@
+// The OS service steps (playbooks/15-os-services.yaml) on Ubuntu (apt) and
+// Rocky (dnf) nodes: chrony with the master serving the others, the
+// firewalls the admin has (real ufw on worker1, the firewalld stand-in on
+// worker2) opened for the roles, root SSH from the master to every node by
+// name, then the policy turning firewalls and SELinux off; a second apply
+// sends nothing each time.
+#include <gtest/gtest.h>
+
+#include "support/step_lab.h"
+
+namespace gpuctl {
+namespace {
+
+using test::Quote;
+using test::Result;
+using test::Shell;
+
+constexpr const char* kAdminKey =
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGFkbWluLWtleS1rZXB0LWJ5LWdwdWN0bA admin@example";
+
+class OsServicesLabTest : public test::StepLabTest {
+ protected:
+  void SetUp() override { UpWith("sto", {"05-os-identity.yaml", "15-os-services.yaml"}); }
+};
+
+TEST_F(OsServicesLabTest, TimeFirewallSshAndPolicyConvergeOnBothFamilies) {
+  // The admin's firewalls (gpuctl installs none): ufw letting ssh in on
+  // worker1, firewalld on worker2. An admin key on worker2, and Rocky's
+  // SELinux config (the lab's kernel has no SELinux) on worker2.
+  ASSERT_EQ(lab_->Ssh("worker1",
+                      "DEBIAN_FRONTEND=noninteractive apt-get install -y -q ufw "
+                      ">/dev/null && ufw allow 22/tcp && ufw --force enable")
+                .status,
+            0);
+  ASSERT_EQ(lab_->Ssh("worker2", "dnf -y -q install firewalld && systemctl enable --now firewalld")
+                .status,
+            0);
+  ASSERT_EQ(lab_->Ssh("worker2", std::string("echo ") + Quote(kAdminKey) +
+                                     " >> /root/.ssh/authorized_keys && mkdir -p /etc/selinux && "
+                                     "printf 'SELINUX=enforcing\\nSELINUXTYPE=targeted\\n' > "
+                                     "/etc/selinux/config")
+                .status,
+            0);
+  Converge("first");
+  const std::string inventory = lab_->Env("LAB_INVENTORY");
+  const std::string master = lab_->Node("master1").address;
+
+  // Time: the master serves the subnet; both workers select it.
+  EXPECT_NE(On("master1", "cat /etc/chrony/chrony.conf").find("allow " + lab_->Env("LAB_SUBNET")),
+            std::string::npos);
+  for (const char* node : {"worker1", "worker2"}) {
+    SCOPED_TRACE(node);
+    EXPECT_TRUE(test::PollUntil(std::chrono::seconds(60), [&] {
+      return On(node, "chronyc -c -n sources").rfind("^,*," + master + ",", 0) == 0;
+    })) << On(node, "chronyc -n sources");
+    // No CAP_SYS_TIME in a lab node: chronyd runs with -x.
+    EXPECT_NE(On(node, "pgrep -a chronyd").find(" -x"), std::string::npos);
+  }
+
+  // Firewalls: the worker ports open live; the master has none and got none.
+  const std::string ufw = On("worker1", "ufw status");
+  for (const char* port : {"22/tcp", "8472/udp", "10250/tcp", "30000:32767/tcp", "9400/tcp"}) {
+    EXPECT_NE(ufw.find(std::string(port) + " "), std::string::npos) << port << "\n" << ufw;
+  }
+  EXPECT_NE(ufw.find("Status: active"), std::string::npos) << ufw;
+  const std::string ports = On("worker2", "firewall-cmd --list-ports");
+  EXPECT_NE(ports.find("30000-32767/tcp"), std::string::npos) << ports;
+  EXPECT_EQ(On("worker2", "firewall-cmd --permanent --list-ports"), ports);
+  EXPECT_NE(lab_->Ssh("master1", "command -v ufw").status, 0);
+
+  // SSH: the master reaches every node by name, without prompts; the
+  // admin's key stays.
+  for (const char* node : {"master1", "worker1", "worker2", "storage1"}) {
+    EXPECT_EQ(On("master1", std::string("ssh -o BatchMode=yes ") + node + " hostname"), node);
+  }
+  EXPECT_EQ(
+      On("worker2", std::string("grep -cxF ") + Quote(kAdminKey) + " /root/.ssh/authorized_keys"),
+      "1");
+  // disable_selinux is false: the config is left as it was.
+  EXPECT_EQ(On("worker2", "sed -n 's/^SELINUX=//p' /etc/selinux/config"), "enforcing");
+
+  // The policy: firewalls off, SELinux permissive.
+  const std::string off = (runs_ / "policy-off.yaml").string();
+  ASSERT_EQ(
+      Shell("cp " + Quote(inventory) + " " + Quote(off) +
+            " && printf 'policy:\\n  disable_firewall: true\\n  disable_selinux: true\\n' >> " +
+            Quote(off))
+          .status,
+      0);
+  Converge("policy", off);
+  EXPECT_EQ(On("worker1", "ufw status"), "Status: inactive");
+  EXPECT_NE(On("worker1", "systemctl is-enabled ufw"), "enabled");
+  EXPECT_EQ(On("worker2", "systemctl is-active firewalld"), "inactive");
+  EXPECT_EQ(On("worker2", "sed -n 's/^SELINUX=//p' /etc/selinux/config"), "permissive");
+  EXPECT_EQ(On("worker2", "sed -n 's/^SELINUXTYPE=//p' /etc/selinux/config"), "targeted");
+}
+
+}  // namespace
+}  // namespace gpuctl
