@@ -22,8 +22,10 @@ cmake --build build/asan -j "$jobs"
 echo "== unit tests (release)"
 ctest --test-dir build/release -L unit --output-on-failure -j "$jobs"
 echo "== unit tests (asan+ubsan)"
+# The stand-in tests exercise the lab's shell and Python tools, not gpuctl's
+# C++: the Release run covers them, and the repository build is minutes.
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --test-dir build/asan -L unit --output-on-failure -j "$jobs"
+  ctest --test-dir build/asan -L unit --output-on-failure -j "$jobs" -E '^(Kube)?Standin'
 echo "== lab tests (release)"
 ctest --test-dir build/release -L lab --output-on-failure
 echo "== all tests passed"

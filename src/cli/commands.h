@@ -15,7 +15,7 @@ inline constexpr int kExitInterrupted = 130;  // apply: stopped by Ctrl-C (128 +
 
 struct GlobalOptions {
   int verbosity = 0;
-  std::string playbooks;  // catalog directory; empty: default
+  std::string playbooks;          // catalog directory; empty: default
   std::vector<std::string> only;  // --only: these steps and what they need
   std::string output = "text";
   bool no_color = false;
