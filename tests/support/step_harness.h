@@ -5,9 +5,12 @@
 // A stub is a small sh script placed first on PATH: it can print a real output
 // sample from tests/fixtures/ (nvidia-smi, ibstat, kubectl, sinfo ...) and exit
 // with a chosen status. So a unit test asserts what a probe concludes from a
-// real tool's output, without a node. Paths the script reads on the node
-// (/etc/...) are not redirected: steps that only compare files are covered by
-// the lab tests instead.
+// real tool's output, without a node. Files the script reads on the node
+// (/etc/hosts, /proc/swaps ...) can be given too (`File`): the script then
+// runs in a private mount namespace where each is bind-mounted over the real
+// path (an existing file), or appears through an overlay on the nearest
+// directory that exists here (a file that does not). That needs root; a test
+// using it skips elsewhere (`CanFakeFiles`).
 #pragma once
 
 #include <sys/wait.h>
@@ -85,6 +88,18 @@ class StepHarness {
                                to, std::filesystem::copy_options::overwrite_existing);
     std::filesystem::permissions(to, std::filesystem::perms::owner_all);
   }
+  // The script sees `content` at `path` (see the header comment).
+  void File(const std::string& path, const std::string& content,
+            std::filesystem::perms mode = std::filesystem::perms(0644)) {
+    files_[path] = content;
+    modes_[path] = mode;
+  }
+  // Why `File` cannot work here, or empty when it can.
+  static std::string CanFakeFiles() {
+    if (geteuid() != 0) return "faking a node's files needs root (a private mount namespace)";
+    if (std::system("unshare --mount true 2>/dev/null") != 0) return "unshare --mount fails here";
+    return "";
+  }
   // Extra environment for the script (as the node's own environment would be).
   void SetEnv(const std::string& name, const std::string& value) { extra_env_[name] = value; }
 
@@ -123,8 +138,10 @@ class StepHarness {
     auto values = StepEnvironment(Get(step_id).params, inventory_, *node);
     for (const auto& [k, v] : extra_env_) values[k] = v;
     for (const auto& [k, v] : values) env += " " + k + "=" + Quote(v);
+    std::string command = env + " sh " + Quote(script_path.string());
+    if (!files_.empty()) command = InNamespace(command);
     StepRun run;
-    FILE* pipe = popen((env + " sh " + Quote(script_path.string()) + " 2>&1").c_str(), "r");
+    FILE* pipe = popen((command + " 2>&1").c_str(), "r");
     if (pipe == nullptr) return run;
     char buffer[4096];
     std::size_t n = 0;
@@ -132,6 +149,45 @@ class StepHarness {
     const int raw = pclose(pipe);
     run.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
     return run;
+  }
+
+  // `command` in a private mount namespace with the faked files in place.
+  std::string InNamespace(const std::string& command) const {
+    namespace fs = std::filesystem;
+    std::string mounts;
+    std::map<std::string, fs::path> covered;  // existing ancestor -> its overlay layer
+    int n = 0;
+    for (const auto& [path, content] : files_) {
+      if (fs::exists(path)) {
+        const auto src = dir_ / ("file-" + std::to_string(n++));
+        std::ofstream(src) << content;
+        fs::permissions(src, modes_.at(path));
+        mounts += "mount --bind " + Quote(src.string()) + " " + Quote(path) + " && ";
+        continue;
+      }
+      // The nearest directory that exists here gets an overlay whose upper
+      // layer holds the file at the same relative path: nothing is created on
+      // this machine, and what the directory holds stays visible.
+      fs::path ancestor = fs::path(path).parent_path();
+      while (!fs::exists(ancestor)) ancestor = ancestor.parent_path();
+      if (ancestor == "/") throw std::runtime_error("cannot fake " + path + " under /");
+      auto [it, fresh] =
+          covered.try_emplace(ancestor.string(), dir_ / ("layer-" + std::to_string(n++)));
+      const fs::path target = it->second / "upper" / fs::path(path).lexically_relative(ancestor);
+      fs::create_directories(target.parent_path());
+      fs::create_directories(it->second / "work");
+      std::ofstream(target) << content;
+      fs::permissions(target, modes_.at(path));
+      if (fresh) {
+        mounts +=
+            "mount -t overlay overlay -o " +
+            Quote("lowerdir=" + ancestor.string() + ",upperdir=" + (it->second / "upper").string() +
+                  ",workdir=" + (it->second / "work").string()) +
+            " " + Quote(ancestor.string()) + " && ";
+      }
+    }
+    const std::string inner = mounts + "exec " + command;
+    return "unshare --mount --propagation private sh -c " + Quote(inner);
   }
 
   static std::string Quote(const std::string& s) {
@@ -144,6 +200,8 @@ class StepHarness {
   Inventory inventory_;
   std::filesystem::path dir_;
   std::map<std::string, std::string> extra_env_;
+  std::map<std::string, std::string> files_;  // path on the "node" -> content
+  std::map<std::string, std::filesystem::perms> modes_;
 };
 
 }  // namespace gpuctl::testing

@@ -1,0 +1,127 @@
+// The steps that build the cluster's control plane and join nodes to it
+// (k8s.init, k8s.join in playbooks/60-kubernetes.yaml; slurm.munge,
+// slurm.controller in 70-slurm.yaml): what their probes conclude from the
+// node's files and from kubectl's real messages. Files are faked in a private
+// mount namespace (root only); tools are stubbed.
+#include <gtest/gtest.h>
+
+#include "support/step_harness.h"
+
+namespace gpuctl {
+namespace {
+
+using testing::StepHarness;
+
+std::string Inventory(const std::string& orchestrator) {
+  return "cluster: t\norchestrator: " + orchestrator +
+         "\nnodes:\n"
+         "  - {name: master1, address: 198.18.0.10, os: ubuntu-22.04, roles: [master]}\n"
+         "  - name: worker1\n    address: 198.18.0.11\n    os: rocky-9\n    roles: [worker]\n"
+         "    hardware: {gpus: {model: \"NVIDIA H100 80GB HBM3\", count: 8}}\n";
+}
+
+constexpr const char* kKubeletConf = R"(apiVersion: v1
+clusters:
+- cluster:
+    certificate-authority: /etc/kubernetes/pki/ca.crt
+    server: https://198.18.0.10:6443
+  name: default-cluster
+kind: Config
+)";
+
+class ClusterStepsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (const std::string why = StepHarness::CanFakeFiles(); !why.empty()) GTEST_SKIP() << why;
+  }
+};
+
+TEST_F(ClusterStepsTest, JoinNeedsAKubeletConfForThisMasterAndARegisteredNode) {
+  StepHarness h(Inventory("kubernetes"));
+  auto run = h.Probe("k8s.join", "worker1");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_NE(run.out.find("/etc/kubernetes/kubelet.conf is missing (not joined)"), std::string::npos)
+      << run.out;
+
+  std::string elsewhere = kKubeletConf;
+  elsewhere.replace(elsewhere.find("198.18.0.10"), 11, "198.18.9.99");
+  h.File("/etc/kubernetes/kubelet.conf", elsewhere);
+  run = h.Probe("k8s.join", "worker1");
+  EXPECT_NE(run.out.find("points at 'https://198.18.9.99:6443', not the master"), std::string::npos)
+      << run.out;
+
+  h.File("/etc/kubernetes/kubelet.conf", kKubeletConf);
+  // kubectl's own message for a node object that does not exist.
+  h.StubOutput("kubectl", "Error from server (NotFound): nodes \"worker1\" not found\n", 1);
+  run = h.Probe("k8s.join", "worker1");
+  EXPECT_NE(run.out.find("node worker1 is not registered in the cluster"), std::string::npos)
+      << run.out;
+  h.StubOutput("kubectl", "node/worker1\n");
+  EXPECT_EQ(h.Probe("k8s.join", "worker1").status, 0);
+}
+
+TEST_F(ClusterStepsTest, InitComparesWhatKubeadmWroteWithTheInventory) {
+  StepHarness h(Inventory("kubernetes"));
+  EXPECT_NE(h.Probe("k8s.init", "master1").out.find("kubeadm init has not run"), std::string::npos);
+  h.File("/etc/kubernetes/admin.conf", kKubeletConf);
+  h.File("/root/.kube/config", kKubeletConf);
+  h.StubOutput("kubectl", "ok");
+  h.File("/etc/kubernetes/manifests/kube-controller-manager.yaml",
+         "spec:\n  containers:\n  - command:\n    - kube-controller-manager\n"
+         "    - --cluster-cidr=10.245.0.0/16\n");
+  h.File("/etc/kubernetes/manifests/kube-apiserver.yaml",
+         "spec:\n  containers:\n  - command:\n    - kube-apiserver\n"
+         "    - --advertise-address=198.18.0.10\n    - --service-cluster-ip-range=10.96.0.0/12\n");
+  auto run = h.Probe("k8s.init", "master1");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_NE(run.out.find("initialised with --cluster-cidr '10.245.0.0/16' (want 10.244.0.0/16"),
+            std::string::npos)
+      << run.out;
+  h.File("/etc/kubernetes/manifests/kube-controller-manager.yaml",
+         "spec:\n  containers:\n  - command:\n    - kube-controller-manager\n"
+         "    - --cluster-cidr=10.244.0.0/16\n");
+  EXPECT_EQ(h.Probe("k8s.init", "master1").status, 0);
+  // The API server down: kubectl's dial error, first line kept.
+  h.StubOutput("kubectl",
+               "The connection to the server 198.18.0.10:6443 was refused - did you specify the "
+               "right host or port?\n",
+               1);
+  EXPECT_NE(h.Probe("k8s.init", "master1")
+                .out.find("the API server does not answer: The "
+                          "connection to the server"),
+            std::string::npos);
+}
+
+TEST_F(ClusterStepsTest, MungeKeyMustBeOwnedByMungeWithMode400) {
+  StepHarness h(Inventory("slurm"));
+  h.StubOutput("dpkg-query", "install ok installed");
+  EXPECT_NE(h.Probe("slurm.munge", "master1").out.find("/etc/munge/munge.key is missing"),
+            std::string::npos);
+  h.File("/etc/munge/munge.key", "0123456789abcdef0123456789abcdef", std::filesystem::perms(0400));
+  const auto run = h.Probe("slurm.munge", "master1");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_NE(run.out.find("is owned by root with mode 400 (want munge, 400)"), std::string::npos)
+      << run.out;
+}
+
+TEST_F(ClusterStepsTest, ControllerMustRunWithTheCurrentConfig) {
+  StepHarness h(Inventory("slurm"));
+  h.StubOutput("dpkg-query", "", 1);
+  EXPECT_NE(h.Probe("slurm.controller", "master1").out.find("slurmctld is not installed"),
+            std::string::npos);
+  h.StubOutput("dpkg-query", "install ok installed");
+  // Enabled and active, but started long before the files were written.
+  h.Stub("systemctl", "case \"$1\" in show) echo 'Thu 2026-01-01 00:00:00 UTC' ;; esac\nexit 0");
+  h.File("/etc/slurm/slurm.conf", "ClusterName=t\n");
+  h.File("/etc/slurm/gres.conf", "AutoDetect=off\n");
+  h.File("/etc/slurm/cgroup.conf", "CgroupPlugin=autodetect\n");
+  const auto run = h.Probe("slurm.controller", "master1");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_NE(run.out.find("slurmctld is not running with the current slurm.conf"), std::string::npos)
+      << run.out;
+  h.Stub("systemctl", "case \"$1\" in show) date -d '+1 hour' ;; esac\nexit 0");
+  EXPECT_EQ(h.Probe("slurm.controller", "master1").status, 0);
+}
+
+}  // namespace
+}  // namespace gpuctl
