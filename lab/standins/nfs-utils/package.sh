@@ -11,5 +11,6 @@ PKG_FORMATS=rpm
 pkg_stage() {
   ln -s ../lib/gpuctl-lab/nfs/mount.nfs "$1/usr/sbin/mount.nfs"
   ln -s ../lib/gpuctl-lab/nfs/mount.nfs "$1/usr/sbin/mount.nfs4"
+  mkdir -p "$1/usr/lib/systemd/system"
   cp "$PKG_DIR/root/usr/lib/gpuctl-lab/nfs/nfs-server.service" "$1/usr/lib/systemd/system/"
 }
