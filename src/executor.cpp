@@ -135,6 +135,13 @@ bool Executor::WaitForDependencies(const PlanItem& item,
         blocker = fmt::format("{} on {} did not finish", items[dep].step, items[dep].node);
         return true;
       }
+      // A node that dropped out before this phase (its lock was held, say)
+      // has no walker to finish or block its items.
+      if (!IsDone(items[dep].state) && context_.NodeFailed(items[dep].node)) {
+        blocker =
+            fmt::format("{} on {} cannot run: that node failed", items[dep].step, items[dep].node);
+        return true;
+      }
       // Changed on this node and waiting for the shared reboot: done as far
       // as ordering goes, so the next reboot-needing step can join it.
       const bool changed_here =

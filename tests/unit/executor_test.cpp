@@ -145,6 +145,36 @@ TEST_F(ExecutorTest, EachChangeIsFollowedByItsVerification) {
   }
 }
 
+// A node that fails before apply (its lock is held by another run) has no
+// walker: what waits on it elsewhere is blocked, and the run ends.
+class FailNodePhase : public Phase {
+ public:
+  explicit FailNodePhase(std::string node) : node_(std::move(node)) {}
+  [[nodiscard]] std::string Title() const override { return "fail"; }
+  void Run(RunContext& context) override { context.FailNode(node_, "locked by another apply"); }
+
+ private:
+  std::string node_;
+};
+
+TEST_F(ExecutorTest, WaitersOnANodeThatFailedBeforeApplyAreBlocked) {
+  Catalog catalog = Catalog::FromSteps(steps);
+  Plan plan = Plan::Build(inventory, catalog);
+  RunContext context(inventory, catalog, plan, transport, quiet);
+  bool proceeded = false;
+  Pipeline pipeline;
+  pipeline.Add(MakeConnectPhase())
+      .Add(MakeProbePhase())
+      .Add(std::make_unique<FailNodePhase>("master1"))
+      .Add(MakeApplyPhase(
+          {}, [](RunContext&) { return true; }, proceeded));
+  pipeline.Run(context);
+  EXPECT_EQ(plan.Find("worker1", "os.sysctl")->state, ItemState::kApplied);
+  EXPECT_EQ(plan.Find("worker1", "k8s.join")->state, ItemState::kBlocked);
+  EXPECT_EQ(plan.Find("worker1", "k8s.join")->detail,
+            "k8s.init on master1 cannot run: that node failed");
+}
+
 TEST_F(ExecutorTest, AFailedChangeStopsThatNodeAndBlocksItsDependents) {
   nodes.FailChange("master1", "k8s.init");
   const Plan plan = Apply();
