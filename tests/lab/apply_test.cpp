@@ -62,9 +62,10 @@ TEST_F(ApplyLabTest, FreshApplyConvergesAndASecondApplySendsNoChange) {
 
   const Result check = Gpuctl("check {inv}");
   EXPECT_EQ(check.status, 0) << check.out;
-  // Installed through gpuctl's transport into each family's real database.
+  // Installed through gpuctl's transport into each family's real database,
+  // and held there by gpu.driver-hold.
   EXPECT_EQ(lab_->Ssh("worker1", "dpkg-query -W -f='${Status}' nvidia-driver-550").out,
-            "install ok installed");
+            "hold ok installed");
   EXPECT_EQ(lab_->Ssh("worker2", "rpm -q --qf '%{NAME}' cuda-drivers-550").out, "cuda-drivers-550");
 
   const Result again = Gpuctl("apply --yes {inv} --run-dir " + RunDir("second"));
