@@ -123,5 +123,64 @@ TEST_F(ClusterStepsTest, ControllerMustRunWithTheCurrentConfig) {
   EXPECT_EQ(h.Probe("slurm.controller", "master1").status, 0);
 }
 
+// slurm.conf as an admin would write it by hand for the test inventory: the
+// probe must render exactly this (gres.conf is checked after it, so a
+// gres.conf mismatch proves slurm.conf matched).
+constexpr const char* kSlurmConf =
+    R"(# Written by gpuctl (step slurm.config) from the inventory; edits are replaced.
+ClusterName=t
+SlurmctldHost=master1(198.18.0.10)
+SlurmUser=slurm
+AuthType=auth/munge
+StateSaveLocation=/var/lib/slurm/slurmctld
+SlurmdSpoolDir=/var/lib/slurm/slurmd
+SlurmctldPidFile=/run/slurmctld.pid
+SlurmdPidFile=/run/slurmd.pid
+SlurmctldLogFile=/var/log/slurm/slurmctld.log
+SlurmdLogFile=/var/log/slurm/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+SchedulerType=sched/backfill
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+ReturnToService=1
+GresTypes=gpu
+MpiDefault=none
+NodeName=worker1 NodeAddr=198.18.0.11 Gres=gpu:8 State=UNKNOWN
+PartitionName=batch Nodes=worker1 Default=YES MaxTime=INFINITE State=UP
+)";
+
+TEST_F(ClusterStepsTest, SlurmConfigIsRenderedFromTheInventory) {
+  StepHarness h(Inventory("slurm"));
+  h.StubOutput("id", "997\n");  // a distribution's dynamic uid
+  auto run = h.Probe("slurm.config", "worker1");
+  EXPECT_NE(run.out.find("the slurm user's uid is 997 (want 64030 on every node)"),
+            std::string::npos)
+      << run.out;
+  h.StubOutput("id", "64030\n");
+  h.File("/etc/slurm/slurm.conf", std::string(kSlurmConf) + "NodeName=old\n");
+  run = h.Probe("slurm.config", "worker1");
+  EXPECT_NE(run.out.find("/etc/slurm/slurm.conf is missing or differs"), std::string::npos)
+      << run.out;
+  h.File("/etc/slurm/slurm.conf", kSlurmConf);
+  h.File("/etc/slurm/gres.conf",
+         "# Written by gpuctl (step slurm.config) from the inventory; edits are replaced.\n"
+         "AutoDetect=off\nNodeName=worker1 Name=gpu File=/dev/nvidia[0-6]\n");
+  run = h.Probe("slurm.config", "worker1");
+  EXPECT_NE(run.out.find("/etc/slurm/gres.conf is missing or differs"), std::string::npos)
+      << run.out;
+}
+
+TEST_F(ClusterStepsTest, SlurmdMustBeEnabled) {
+  StepHarness h(Inventory("slurm"));
+  h.StubOutput("rpm", "");  // worker1 is Rocky: slurm-slurmd installed
+  h.StubOutput("systemctl", "disabled\n", 1);
+  const auto run = h.Probe("slurm.node", "worker1");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_NE(run.out.find("slurmd is not enabled at boot"), std::string::npos) << run.out;
+}
+
 }  // namespace
 }  // namespace gpuctl

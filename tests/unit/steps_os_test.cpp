@@ -87,6 +87,33 @@ TEST_F(OsStepsTest, ModulesFileMustListBoth) {
   EXPECT_EQ(h.Probe("os.modules", "worker1").status, 1);
 }
 
+TEST_F(OsStepsTest, SysctlNeedsTheFileAndLiveForwarding) {
+  const std::string want =
+      "net.bridge.bridge-nf-call-iptables = 1\nnet.bridge.bridge-nf-call-ip6tables = 1\n"
+      "net.ipv4.ip_forward = 1\nnet.ipv4.tcp_keepalive_time = 600\nvm.overcommit_memory = 1\n"
+      "vm.swappiness = 0\n";
+  h.File("/etc/sysctl.d/90-gpuctl.conf", want);
+  h.File("/proc/sys/net/ipv4/ip_forward", "0\n");
+  auto run = h.Probe("os.sysctl", "worker1");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_NE(run.out.find("net.ipv4.ip_forward is 0 (want 1)"), std::string::npos) << run.out;
+  h.File("/proc/sys/net/ipv4/ip_forward", "1\n");
+  EXPECT_EQ(h.Probe("os.sysctl", "worker1").status, 0);
+  h.File("/etc/sysctl.d/90-gpuctl.conf", "vm.swappiness = 10\n");
+  EXPECT_NE(h.Probe("os.sysctl", "worker1").out.find("90-gpuctl.conf is missing or differs"),
+            std::string::npos);
+}
+
+TEST_F(OsStepsTest, KnownHostsNeedsEveryNodesCurrentKey) {
+  // ssh-keyscan's real line format; the node answers with a key the
+  // master's known_hosts does not hold yet.
+  h.StubOutput("ssh-keyscan", "198.18.0.10 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKeyOfMaster\n");
+  h.File("/root/.ssh/known_hosts", "");
+  const auto run = h.Probe("os.ssh-known-hosts", "master1");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_NE(run.out.find("lacks the current host key of: master1"), std::string::npos) << run.out;
+}
+
 TEST_F(OsStepsTest, SwapCountsActiveDevicesAndFstabLines) {
   h.File("/proc/swaps", Read("proc/swaps-none.txt"));
   h.File("/etc/fstab", "UUID=abc / ext4 defaults 0 1\n# /swap.img none swap sw 0 0\n");
