@@ -30,6 +30,7 @@
 #include "gpuctl/inventory.h"
 #include "gpuctl/params.h"
 #include "gpuctl/prober.h"
+#include "gpuctl/shell_quote.h"
 
 namespace gpuctl::testing {
 
@@ -72,13 +73,13 @@ class StepHarness {
   // A stub that prints a fixture file (path under tests/fixtures/) and exits
   // with `status`, whatever its arguments.
   void StubFixture(const std::string& command, const std::string& fixture, int status = 0) {
-    Stub(command, "cat '" + Fixture(fixture) + "'\nexit " + std::to_string(status));
+    StubCat(command, Fixture(fixture), status);
   }
   // A stub that prints `text` and exits with `status`.
   void StubOutput(const std::string& command, const std::string& text, int status = 0) {
     const auto file = dir_ / ("out-" + command);
     std::ofstream(file) << text;
-    Stub(command, "cat '" + file.string() + "'\nexit " + std::to_string(status));
+    StubCat(command, file.string(), status);
   }
   // Copies a shared stub from tests/support/stubs/ (e.g. nvidia-smi, which
   // answers queries from a real capture; see the stub's header).
@@ -120,6 +121,10 @@ class StepHarness {
   [[nodiscard]] const std::filesystem::path& dir() const { return dir_; }
 
  private:
+  void StubCat(const std::string& command, const std::string& file, int status) {
+    Stub(command, "cat " + ShellQuote(file) + "\nexit " + std::to_string(status));
+  }
+
   const Step& Get(const std::string& id) const {
     const Step* step = catalog_.Find(id);
     if (step == nullptr) throw std::runtime_error("no step " + id);
@@ -137,8 +142,8 @@ class StepHarness {
         ":/usr/sbin:/usr/bin:/sbin:/bin GPUCTL_OS_FAMILY=" + ToString(node->os.family);
     auto values = StepEnvironment(Get(step_id).params, inventory_, *node);
     for (const auto& [k, v] : extra_env_) values[k] = v;
-    for (const auto& [k, v] : values) env += " " + k + "=" + Quote(v);
-    std::string command = env + " sh " + Quote(script_path.string());
+    for (const auto& [k, v] : values) env += " " + k + "=" + ShellQuote(v);
+    std::string command = env + " sh " + ShellQuote(script_path.string());
     if (!files_.empty()) command = InNamespace(command);
     StepRun run;
     FILE* pipe = popen((command + " 2>&1").c_str(), "r");
@@ -162,7 +167,7 @@ class StepHarness {
         const auto src = dir_ / ("file-" + std::to_string(n++));
         std::ofstream(src) << content;
         fs::permissions(src, modes_.at(path));
-        mounts += "mount --bind " + Quote(src.string()) + " " + Quote(path) + " && ";
+        mounts += "mount --bind " + ShellQuote(src.string()) + " " + ShellQuote(path) + " && ";
         continue;
       }
       // The nearest directory that exists here gets an overlay whose upper
@@ -179,21 +184,15 @@ class StepHarness {
       std::ofstream(target) << content;
       fs::permissions(target, modes_.at(path));
       if (fresh) {
-        mounts +=
-            "mount -t overlay overlay -o " +
-            Quote("lowerdir=" + ancestor.string() + ",upperdir=" + (it->second / "upper").string() +
-                  ",workdir=" + (it->second / "work").string()) +
-            " " + Quote(ancestor.string()) + " && ";
+        mounts += "mount -t overlay overlay -o " +
+                  ShellQuote("lowerdir=" + ancestor.string() +
+                             ",upperdir=" + (it->second / "upper").string() +
+                             ",workdir=" + (it->second / "work").string()) +
+                  " " + ShellQuote(ancestor.string()) + " && ";
       }
     }
     const std::string inner = mounts + "exec " + command;
-    return "unshare --mount --propagation private sh -c " + Quote(inner);
-  }
-
-  static std::string Quote(const std::string& s) {
-    std::string q = "'";
-    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return q + "'";
+    return "unshare --mount --propagation private sh -c " + ShellQuote(inner);
   }
 
   Catalog catalog_;
