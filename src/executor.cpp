@@ -90,10 +90,13 @@ void Executor::WalkNode(const Node& node) {
       }
       reboot_pending = false;
     }
-    if (!WaitForDependencies(item, awaiting_verify)) {
+    const std::vector<std::string> reached = ReachedNodes(item);
+    if (!WaitForDependencies(item, awaiting_verify, reached)) {
       continue;  // blocked; later items may still depend only on done ones
     }
-    if (!RunItem(node, item, reboot_pending)) {
+    const bool ran = RunItem(node, item, reboot_pending);
+    ReleaseReach(reached);
+    if (!ran) {
       break;
     }
     if (reboot_pending) {
@@ -121,8 +124,37 @@ void Executor::WalkNode(const Node& node) {
   changed_.notify_all();
 }
 
+std::vector<std::string> Executor::ReachedNodes(const PlanItem& item) const {
+  std::set<std::string> reached;
+  for (const std::size_t dep : item.after) {
+    reached.insert(context_.plan.items()[dep].node);
+  }
+  for (const StepInput& input : context_.catalog.Find(item.step)->inputs) {
+    for (const Node* source : context_.inventory.WithRole(input.from)) {
+      reached.insert(source->name);
+      break;  // inputs are read from the first node holding the role
+    }
+  }
+  reached.erase(item.node);
+  return {reached.begin(), reached.end()};
+}
+
+void Executor::ReleaseReach(const std::vector<std::string>& reached) {
+  if (reached.empty()) {
+    return;
+  }
+  {
+    std::lock_guard lock(mutex_);
+    for (const std::string& node : reached) {
+      --reached_by_[node];
+    }
+  }
+  changed_.notify_all();
+}
+
 bool Executor::WaitForDependencies(const PlanItem& item,
-                                   const std::vector<std::size_t>& awaiting_reboot) {
+                                   const std::vector<std::size_t>& awaiting_reboot,
+                                   const std::vector<std::string>& reached) {
   std::unique_lock lock(mutex_);
   const std::vector<PlanItem>& items = context_.plan.items();
   std::string blocker;
@@ -150,7 +182,8 @@ bool Executor::WaitForDependencies(const PlanItem& item,
         return false;
       }
     }
-    return true;
+    return std::none_of(reached.begin(), reached.end(),
+                        [&](const std::string& node) { return down_.count(node) != 0; });
   });
   if (Stopping() || !blocker.empty()) {
     PlanItem& mutable_item = context_.plan.items()[item.id];
@@ -159,6 +192,9 @@ bool Executor::WaitForDependencies(const PlanItem& item,
     context_.reporter.ItemUpdated(mutable_item);
     changed_.notify_all();
     return false;
+  }
+  for (const std::string& node : reached) {
+    ++reached_by_[node];
   }
   return true;
 }
@@ -253,11 +289,12 @@ bool Executor::RunItem(const Node& node, PlanItem& item, bool& reboot_pending) {
 }
 
 bool Executor::RebootAndVerify(const Node& node, std::vector<std::size_t>& awaiting_verify) {
-  EnterRebootBatch();
+  EnterRebootBatch(node.name);
   struct BatchLeave {
     Executor* self;
-    ~BatchLeave() { self->LeaveRebootBatch(); }
-  } leave{this};
+    const std::string& node;
+    ~BatchLeave() { self->LeaveRebootBatch(node); }
+  } leave{this, node.name};
 
   context_.reporter.Note(node.name, "rebooting");
   if (Connection* connection = context_.ConnectionTo(node.name)) {
@@ -328,24 +365,29 @@ bool Executor::RebootAndVerify(const Node& node, std::vector<std::size_t>& await
   return all_ok;
 }
 
-void Executor::EnterRebootBatch() {
+void Executor::EnterRebootBatch(const std::string& node) {
   std::unique_lock lock(mutex_);
-  if (options_.batch == 0) {
-    ++rebooting_;
-    max_rebooting_ = std::max(max_rebooting_, rebooting_);
-    return;
+  const auto unreached = [&] { return reached_by_[node] == 0; };
+  if (options_.batch != 0) {
+    WaitUntil(lock, [&] { return batch_open_ && batch_members_ < options_.batch && unreached(); });
+    ++batch_members_;
+    if (batch_members_ == options_.batch) {
+      batch_open_ = false;  // full: the next batch waits for all of this one
+    }
   }
-  WaitUntil(lock, [&] { return batch_open_ && batch_members_ < options_.batch; });
-  ++batch_members_;
+  // Even when the run is stopping: a step reaching this node is in flight,
+  // and the reboot must not cut it off. Such steps end on their own.
+  while (!unreached()) {
+    changed_.wait(lock);
+  }
+  down_.insert(node);
   ++rebooting_;
   max_rebooting_ = std::max(max_rebooting_, rebooting_);
-  if (batch_members_ == options_.batch) {
-    batch_open_ = false;  // full: the next batch waits for all of this one
-  }
 }
 
-void Executor::LeaveRebootBatch() {
+void Executor::LeaveRebootBatch(const std::string& node) {
   std::lock_guard lock(mutex_);
+  down_.erase(node);
   --rebooting_;
   if (options_.batch != 0 && rebooting_ == 0) {
     batch_members_ = 0;

@@ -5,13 +5,21 @@
 // (on any node) is done; then it takes a slot, runs the change, and runs the
 // verification probe. A failure stops that node and blocks what waits on it;
 // other nodes go on unless --fail-fast or --max-fail says otherwise.
+//
+// A step that depends on another node's steps (or reads an input from it)
+// reaches that node while it runs: the master's known_hosts step scans every
+// node, k8s.nodes-ready reads each worker's state. Such a step never starts
+// while a node it reaches is down for a reboot, and a node never goes down
+// while a running step reaches it.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -43,7 +51,12 @@ class Executor {
 
  private:
   void WalkNode(const Node& node);
-  bool WaitForDependencies(const PlanItem& item, const std::vector<std::size_t>& awaiting_reboot);
+  // On true the item holds its reach on the nodes in `reached` until
+  // ReleaseReach; on false it is blocked and holds nothing.
+  bool WaitForDependencies(const PlanItem& item, const std::vector<std::size_t>& awaiting_reboot,
+                           const std::vector<std::string>& reached);
+  [[nodiscard]] std::vector<std::string> ReachedNodes(const PlanItem& item) const;
+  void ReleaseReach(const std::vector<std::string>& reached);
   bool RunItem(const Node& node, PlanItem& item, bool& reboot_pending);
   bool RebootAndVerify(const Node& node, std::vector<std::size_t>& awaiting_verify);
   void Finish(PlanItem& item, ItemState state, const std::string& detail);
@@ -54,8 +67,8 @@ class Executor {
 
   // Rolling reboots: a batch is the set of nodes down at once; a new batch
   // starts only after the whole previous one is back and verified.
-  void EnterRebootBatch();
-  void LeaveRebootBatch();
+  void EnterRebootBatch(const std::string& node);
+  void LeaveRebootBatch(const std::string& node);
 
   RunContext& context_;
   ApplyOptions options_;
@@ -69,6 +82,8 @@ class Executor {
   std::size_t rebooting_ = 0;      // still down or not yet verified
   bool batch_open_ = true;
   std::size_t max_rebooting_ = 0;
+  std::set<std::string> down_;             // rebooting, or back but not yet verified
+  std::map<std::string, int> reached_by_;  // node -> running items on other nodes reaching it
 };
 
 }  // namespace gpuctl

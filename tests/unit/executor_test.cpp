@@ -2,7 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <set>
+
+#include <fmt/format.h>
 
 #include "cluster_builder.h"
 #include "gpuctl/fake_transport.h"
@@ -24,17 +29,28 @@ class StatefulNodes {
   explicit StatefulNodes(FakeTransport& transport) {
     transport.AddHandler(
         [this](const std::string& node, const Command& c) -> std::optional<CommandResult> {
-          std::lock_guard lock(mutex_);
+          std::unique_lock lock(mutex_);
           CommandResult r;
           r.exit_status = 0;
           const std::string& s = c.script;
           if (s.find("gpuctl-reboot-marker") != std::string::npos) {
-            if (s.rfind("touch", 0) == 0) ++reboots_[node];
+            if (s.rfind("touch", 0) == 0) {
+              ++reboots_[node];
+              down_[node] = 1;  // down until the check after the next one
+              changed_.notify_all();
+            } else if (down_.count(node) != 0 && down_[node]-- == 1) {
+              r.exit_status = 1;  // not rebooted yet: the executor tries again
+            } else {
+              down_.erase(node);
+            }
             return r;
           }
           auto word = s.find(' ');
           const std::string verb = s.substr(0, word);
           std::string step = s.substr(s.rfind(' ') + 1);
+          if (verb != "probe") {
+            WatchReach(lock, node, verb, step);
+          }
           if (verb == "probe" || verb == "verify") {
             if (broken_verify_.count({node, step}) && verb == "verify") {
               r.exit_status = 1;
@@ -55,6 +71,18 @@ class StatefulNodes {
         });
   }
   void MarkDone(const std::string& node, const std::string& step) { done_.insert({node, step}); }
+  // `step`'s change and verification record whether any of `nodes` is down
+  // while they run.
+  void Reaches(const std::string& step, std::vector<std::string> nodes) {
+    reaches_[step] = std::move(nodes);
+  }
+  // `step`'s change waits until `event` happened: "down:NODE" (NODE went
+  // down for a reboot) or "started:STEP" (STEP's change began on some node).
+  void HoldChange(const std::string& step, const std::string& event) { holds_[step] = event; }
+  std::vector<std::string> reach_violations() {
+    std::lock_guard lock(mutex_);
+    return violations_;
+  }
   void FailChange(const std::string& node, const std::string& step) {
     failing_.insert({node, step});
   }
@@ -75,6 +103,48 @@ class StatefulNodes {
   std::set<std::pair<std::string, std::string>> done_, failing_, broken_verify_;
   std::vector<std::string> order_;
   std::map<std::string, int> reboots_;
+  std::map<std::string, int> down_;  // node -> reboot checks still answered "not yet"
+  std::map<std::string, std::vector<std::string>> reaches_;
+  std::map<std::string, std::string> holds_;
+  std::set<std::string> events_;
+  std::vector<std::string> violations_;
+  std::condition_variable changed_;
+
+  bool Happened(const std::string& event) {
+    return event.rfind("down:", 0) == 0 ? down_.count(event.substr(5)) != 0
+                                        : events_.count(event) != 0;
+  }
+  void RecordViolations(const std::string& node, const std::string& verb, const std::string& step) {
+    for (const std::string& reached : reaches_[step]) {
+      if (down_.count(reached) != 0) {
+        violations_.push_back(
+            fmt::format("{} of {} on {} ran while {} was down", verb, step, node, reached));
+      }
+    }
+  }
+  void WatchReach(std::unique_lock<std::mutex>& lock, const std::string& node,
+                  const std::string& verb, const std::string& step) {
+    if (verb == "apt" || verb == "dnf") {
+      events_.insert("started:" + step);
+      changed_.notify_all();
+      if (auto hold = holds_.find(step); hold != holds_.end()) {
+        changed_.wait(lock, [&] { return Happened(hold->second); });
+      }
+    }
+    if (reaches_.count(step) == 0) {
+      return;
+    }
+    RecordViolations(node, verb, step);
+    if (verb == "verify") {
+      // A bounded look for a reboot that must not start while this runs: if
+      // the executor let one through, it shows up here.
+      changed_.wait_for(lock, std::chrono::milliseconds(500), [&] {
+        return std::any_of(reaches_[step].begin(), reaches_[step].end(),
+                           [&](const std::string& n) { return down_.count(n) != 0; });
+      });
+      RecordViolations(node, verb, step);
+    }
+  }
 };
 
 std::size_t IndexOf(const std::vector<std::string>& v, const std::string& x) {
@@ -273,8 +343,9 @@ TEST_F(ExecutorTest, ConsecutiveRebootStepsShareOneReboot) {
   EXPECT_EQ(plan.Find("worker1", "gpu.nouveau")->state, ItemState::kApplied);
   EXPECT_EQ(plan.Find("worker1", "gpu.driver")->state, ItemState::kApplied);
   EXPECT_EQ(plan.Find("worker1", "gpu.persistence")->state, ItemState::kApplied);
-  // The node was reconnected after its reboot.
-  EXPECT_EQ(transport.Connects("worker1"), 2);
+  // The node was reconnected after its reboot: the first try found it not
+  // rebooted yet, the second found it back.
+  EXPECT_EQ(transport.Connects("worker1"), 3);
 }
 
 TEST_F(ExecutorTest, RollingRebootsNeverExceedTheBatch) {
@@ -290,6 +361,42 @@ TEST_F(ExecutorTest, RollingRebootsNeverExceedTheBatch) {
   EXPECT_GE(max_reboots, 1U);
   EXPECT_EQ(plan.Summarize().applied, 5U);
   for (const char* w : {"w1", "w2", "w3", "w4", "w5"}) EXPECT_EQ(nodes.reboots(w), 1) << w;
+}
+
+// The master's known_hosts step reaches every worker (it scans them); a
+// worker's driver step reboots it.
+class ReachTest : public ExecutorTest {
+ protected:
+  void SetUp() override {
+    steps = {MakeStep("os.keys", {Role::kWorker}),
+             MakeStep("gpu.driver", {Role::kWorker}, {SameNode("os.keys")}),
+             MakeStep("gpu.persistence", {Role::kWorker}, {SameNode("gpu.driver")}),
+             MakeStep("os.sysctl", {Role::kMaster}),
+             MakeStep("os.known-hosts", {Role::kMaster},
+                      {SameNode("os.sysctl"), OnRole("os.keys", Role::kWorker)})};
+    steps[1].reboot = true;
+    nodes.Reaches("os.known-hosts", {"worker1", "worker2"});
+  }
+  void ApplyWithoutReachingADownNode() {
+    const Plan plan = Apply();
+    EXPECT_EQ(plan.Summarize().applied, 8U);
+    EXPECT_TRUE(errors.empty());
+    EXPECT_EQ(nodes.reboots("worker1"), 1);
+    const auto violations = nodes.reach_violations();
+    EXPECT_TRUE(violations.empty()) << violations.front();
+  }
+};
+
+TEST_F(ReachTest, AStepWaitsForTheNodesItReachesToComeBack) {
+  // The master is ready for its known_hosts step only once worker1 is down.
+  nodes.HoldChange("os.sysctl", "down:worker1");
+  ApplyWithoutReachingADownNode();
+}
+
+TEST_F(ReachTest, ANodeDoesNotRebootUnderAStepThatReachesIt) {
+  // worker1 asks for its reboot while the master's step is running.
+  nodes.HoldChange("gpu.driver", "started:os.known-hosts");
+  ApplyWithoutReachingADownNode();
 }
 
 TEST_F(ExecutorTest, KnownAfterApplyIsProbedAgainAndMaySkipTheChange) {
