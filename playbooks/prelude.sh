@@ -154,3 +154,24 @@ $2
   mv -f "$1.gpuctl-tmp.$$" "$1"
   if command -v restorecon >/dev/null 2>&1; then restorecon "$1" || true; fi
 }
+
+# firewall_ports: the ports this node's roles need open, one "PORT/PROTO" or
+# "FIRST:LAST/PROTO" per word, each once. Reads GPUCTL_NODE_ROLES,
+# GPUCTL_NODE_NAME and GPUCTL_NFS_SERVER_NAME.
+firewall_ports() {
+  # SSH and flannel's VXLAN everywhere.
+  _p="22/tcp 8472/udp"
+  case " $GPUCTL_NODE_ROLES " in *" master "*)
+    # API server, etcd, kubelet, controller-manager, scheduler, slurmctld,
+    # slurmdbd, Prometheus, NTP for the other nodes.
+    _p="$_p 6443/tcp 2379:2380/tcp 10250/tcp 10257/tcp 10259/tcp 6817/tcp 6819/tcp 9090/tcp 123/udp" ;;
+  esac
+  case " $GPUCTL_NODE_ROLES " in *" worker "*)
+    # kubelet, NodePorts, slurmd, dcgm-exporter.
+    _p="$_p 10250/tcp 30000:32767/tcp 6818/tcp 9400/tcp" ;;
+  esac
+  if [ -n "${GPUCTL_NFS_SERVER_NAME:-}" ] && [ "$GPUCTL_NFS_SERVER_NAME" = "$GPUCTL_NODE_NAME" ]; then
+    _p="$_p 2049/tcp 111/tcp 111/udp"
+  fi
+  printf '%s\n' $_p | awk '!seen[$0]++' | tr '\n' ' '
+}
