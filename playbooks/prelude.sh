@@ -155,23 +155,33 @@ $2
   if command -v restorecon >/dev/null 2>&1; then restorecon "$1" || true; fi
 }
 
-# firewall_ports: the ports this node's roles need open, one "PORT/PROTO" or
-# "FIRST:LAST/PROTO" per word, each once. Reads GPUCTL_NODE_ROLES,
-# GPUCTL_NODE_NAME and GPUCTL_NFS_SERVER_NAME.
+# firewall_ports: the ports this node opens to any source, one "PORT/PROTO"
+# or "FIRST:LAST/PROTO" per word: SSH, and with Kubernetes the API server
+# (master) and NodePorts (workers). Everything else the cluster needs (etcd,
+# kubelet, VXLAN, slurmd and srun's callbacks, NCCL's and MPI's sockets on
+# ports they pick at run time, NFS, dcgm-exporter, NTP) is reached only from
+# firewall_sources. Reads GPUCTL_NODE_ROLES and GPUCTL_ORCHESTRATOR.
 firewall_ports() {
-  # SSH and flannel's VXLAN everywhere.
-  _p="22/tcp 8472/udp"
-  case " $GPUCTL_NODE_ROLES " in *" master "*)
-    # API server, etcd, kubelet, controller-manager, scheduler, slurmctld,
-    # slurmdbd, Prometheus, NTP for the other nodes.
-    _p="$_p 6443/tcp 2379:2380/tcp 10250/tcp 10257/tcp 10259/tcp 6817/tcp 6819/tcp 9090/tcp 123/udp" ;;
-  esac
-  case " $GPUCTL_NODE_ROLES " in *" worker "*)
-    # kubelet, NodePorts, slurmd, dcgm-exporter.
-    _p="$_p 10250/tcp 30000:32767/tcp 6818/tcp 9400/tcp" ;;
-  esac
-  if [ -n "${GPUCTL_NFS_SERVER_NAME:-}" ] && [ "$GPUCTL_NFS_SERVER_NAME" = "$GPUCTL_NODE_NAME" ]; then
-    _p="$_p 2049/tcp 111/tcp 111/udp"
+  _p="22/tcp"
+  if [ "$GPUCTL_ORCHESTRATOR" = kubernetes ]; then
+    case " $GPUCTL_NODE_ROLES " in *" master "*) _p="$_p 6443/tcp" ;; esac
+    case " $GPUCTL_NODE_ROLES " in *" worker "*) _p="$_p 30000:32767/tcp" ;; esac
   fi
-  printf '%s\n' $_p | awk '!seen[$0]++' | tr '\n' ' '
+  echo "$_p"
+}
+
+# firewall_sources: the addresses trusted for every port, one per word: each
+# inventory node's management and IB address and, with Kubernetes, the pod
+# network (pods reach node ports with their own addresses). Reads
+# GPUCTL_HOSTS, GPUCTL_ORCHESTRATOR and GPUCTL_POD_CIDR.
+firewall_sources() {
+  {
+    for _a in $(printf '%s\n' "$GPUCTL_HOSTS" | awk 'NF { print $1 }'); do
+      case "$_a" in
+        *:* | *[0-9]) [ -n "${_a##*[!0-9.:a-fA-F]*}" ] && echo "$_a" && continue ;;
+      esac
+      getent ahosts "$_a" | awk '{ print $1; exit }'  # a host name
+    done
+    [ "$GPUCTL_ORCHESTRATOR" != kubernetes ] || echo "$GPUCTL_POD_CIDR"
+  } | awk 'NF && !seen[$0]++' | tr '\n' ' '
 }

@@ -1,9 +1,9 @@
 // The OS service steps (playbooks/15-os-services.yaml) on Ubuntu (apt) and
 // Rocky (dnf) nodes: chrony with the master serving the others, the
 // firewalls the admin has (real ufw on worker1, the firewalld stand-in on
-// worker2) opened for the roles, root SSH from the master to every node by
-// name, then the policy turning firewalls and SELinux off; a second apply
-// sends nothing each time.
+// worker2) trusting the cluster and opening SSH and NodePorts, root SSH from the master to every
+// node by name, then the policy turning firewalls and SELinux off; a second apply sends nothing
+// each time.
 #include <gtest/gtest.h>
 
 #include "support/step_lab.h"
@@ -57,15 +57,44 @@ TEST_F(OsServicesLabTest, TimeFirewallSshAndPolicyConvergeOnBothFamilies) {
     EXPECT_NE(On(node, "pgrep -a chronyd").find(" -x"), std::string::npos);
   }
 
-  // Firewalls: the worker ports open live; the master has none and got none.
+  // Firewalls: on worker1 (real ufw, which filters) SSH and NodePorts are
+  // open to anyone, and every inventory node is trusted on every port: a
+  // port picked at run time (as NCCL, MPI and srun do) answers the master,
+  // and not this host, which is outside the inventory.
   const std::string ufw = On("worker1", "ufw status");
-  for (const char* port : {"22/tcp", "8472/udp", "10250/tcp", "30000:32767/tcp", "9400/tcp"}) {
-    EXPECT_NE(ufw.find(std::string(port) + " "), std::string::npos) << port << "\n" << ufw;
-  }
   EXPECT_NE(ufw.find("Status: active"), std::string::npos) << ufw;
+  for (const char* port : {"22/tcp ", "30000:32767/tcp "}) {
+    EXPECT_NE(ufw.find(port), std::string::npos) << port << "\n" << ufw;
+  }
+  EXPECT_EQ(ufw.find("10250/tcp"), std::string::npos) << ufw;
+  const std::string ufw_trusted =
+      "\n" +
+      On("worker1", "ufw status | awk '$1 == \"Anywhere\" && $2 == \"ALLOW\" { print $3 }'") + "\n";
+  for (const char* node : {"master1", "worker1", "worker2", "storage1"}) {
+    EXPECT_NE(ufw_trusted.find("\n" + lab_->Node(node).address + "\n"), std::string::npos)
+        << node << "\n"
+        << ufw;
+  }
+  ASSERT_EQ(lab_->Ssh("worker1",
+                      "systemd-run -q --unit=gpuctl-test-listener python3 -c '"
+                      "import socket\ns = socket.create_server((\"\", 45678))\n"
+                      "while True: s.accept()[0].close()'")
+                .status,
+            0);
+  const std::string worker1 = lab_->Node("worker1").address;
+  const std::string connect = "timeout 5 bash -c 'exec 3<>/dev/tcp/" + worker1 + "/45678'";
+  EXPECT_TRUE(test::PollUntil(std::chrono::seconds(30), [&] {
+    return lab_->Ssh("master1", connect).status == 0;
+  })) << "the master cannot reach a trusted port on worker1";
+  EXPECT_NE(Shell(connect).status, 0) << "this host, outside the inventory, got through";
+  // firewalld (worker2): the same, now and after a reload.
   const std::string ports = On("worker2", "firewall-cmd --list-ports");
-  EXPECT_NE(ports.find("30000-32767/tcp"), std::string::npos) << ports;
+  EXPECT_EQ(ports, "22/tcp 30000-32767/tcp");
   EXPECT_EQ(On("worker2", "firewall-cmd --permanent --list-ports"), ports);
+  const std::string trusted = On("worker2", "firewall-cmd --zone=trusted --list-sources");
+  EXPECT_NE(trusted.find(lab_->Node("storage1").address), std::string::npos) << trusted;
+  EXPECT_NE(trusted.find("10.244.0.0/16"), std::string::npos) << trusted;
+  EXPECT_EQ(On("worker2", "firewall-cmd --permanent --zone=trusted --list-sources"), trusted);
   EXPECT_NE(lab_->Ssh("master1", "command -v ufw").status, 0);
 
   // SSH: the master reaches every node by name, without prompts; the

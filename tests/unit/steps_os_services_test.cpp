@@ -76,15 +76,36 @@ TEST(OsServicesSteps, TimeSyncVerifyReportsADaemonThatDoesNotAnswer) {
 
 TEST(OsServicesSteps, FirewallProbeReadsTheLiveUfwRules) {
   StepHarness h(Inventory());
-  // Captured on a worker after apply: every worker port is open.
+  // Captured after a worker's os.firewall: SSH and NodePorts open, every
+  // node and the pod network trusted.
   h.StubFixture("ufw", "ufw/status-active.txt");
   EXPECT_EQ(h.Probe("os.firewall", "w").status, 0);
 
-  // The same rules on the master lack the control plane's ports.
+  // The same rules on the master lack the API server's port.
   const auto run = h.Probe("os.firewall", "m");
   EXPECT_EQ(run.status, 1);
-  EXPECT_TRUE(Has(run.out, "not open: 6443/tcp 2379:2380/tcp")) << run.out;
-  EXPECT_FALSE(Has(run.out, " 22/tcp")) << run.out;
+  EXPECT_TRUE(Has(run.out, "not open: 6443/tcp\n")) << run.out;
+  EXPECT_FALSE(Has(run.out, "not trusted")) << run.out;
+}
+
+TEST(OsServicesSteps, FirewallProbeWantsTheClusterTrustedNotJustPorts) {
+  // An earlier layout: a list of ports open to anyone, no trusted source.
+  // NCCL, MPI and srun use ports chosen at run time, so that is not enough.
+  StepHarness h(Inventory());
+  h.StubFixture("ufw", "ufw/status-ports-only.txt");
+  const auto run = h.Probe("os.firewall", "w");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_TRUE(
+      Has(run.out, "not trusted: 198.18.241.10 198.18.241.11 198.18.241.12 10.244.0.0/16\n"))
+      << run.out;
+  EXPECT_FALSE(Has(run.out, "not open")) << run.out;
+
+  // Without Kubernetes the pod network is not trusted and no NodePort opened.
+  StepHarness slurm(Inventory("orchestrator: slurm\n"));
+  slurm.StubFixture("ufw", "ufw/status-ports-only.txt");
+  const auto without = slurm.Probe("os.firewall", "w");
+  EXPECT_TRUE(Has(without.out, "not trusted: 198.18.241.10 198.18.241.11 198.18.241.12\n"))
+      << without.out;
 }
 
 TEST(OsServicesSteps, FirewallProbeLeavesAnInactiveUfwAlone) {
@@ -107,26 +128,33 @@ TEST(OsServicesSteps, FirewallProbeWantsUfwOffWhenThePolicySaysSo) {
   EXPECT_EQ(run.status, 0) << run.out;
 }
 
-// firewall-cmd as documented: --state prints "running"; --list-ports one
-// line of space-separated port/protocol items, ranges with '-'.
-void Firewalld(StepHarness& h, const std::string& runtime, const std::string& permanent) {
+// firewall-cmd as documented: --state prints "running"; --list-ports and
+// --list-sources one line of space-separated items, port ranges with '-'.
+struct FirewalldLists {
+  std::string ports, sources;
+};
+void Firewalld(StepHarness& h, const FirewalldLists& runtime, const FirewalldLists& permanent) {
   h.Stub("firewall-cmd",
          "case \"$*\" in\n  --state) echo running ;;\n"
-         "  *--permanent*) echo '" +
-             permanent + "' ;;\n  *--list-ports*) echo '" + runtime + "' ;;\nesac");
+         "  *--permanent*--list-sources*) echo '" +
+             permanent.sources + "' ;;\n  *--list-sources*) echo '" + runtime.sources +
+             "' ;;\n  *--permanent*) echo '" + permanent.ports + "' ;;\n  *--list-ports*) echo '" +
+             runtime.ports + "' ;;\nesac");
 }
 
-TEST(OsServicesSteps, FirewallProbeNeedsEachPortOpenNowAndAfterAReload) {
-  const std::string all = "22/tcp 8472/udp 10250/tcp 30000-32767/tcp 6818/tcp 9400/tcp";
+TEST(OsServicesSteps, FirewallProbeNeedsEachItemNowAndAfterAReload) {
+  const FirewalldLists all{"22/tcp 30000-32767/tcp",
+                           "198.18.241.10 198.18.241.11 198.18.241.12 10.244.0.0/16"};
   StepHarness h(Inventory());
   Firewalld(h, all, all);
   EXPECT_EQ(h.Probe("os.firewall", "r").status, 0);
 
-  // Opened for now only: lost at the next reload.
-  Firewalld(h, all, "22/tcp 8472/udp 10250/tcp 6818/tcp 9400/tcp");
+  // Opened and trusted for now only: lost at the next reload.
+  Firewalld(h, all, {"22/tcp", "198.18.241.10 198.18.241.11"});
   const auto run = h.Probe("os.firewall", "r");
   EXPECT_EQ(run.status, 1);
-  EXPECT_TRUE(Has(run.out, "not open: 30000:32767/tcp")) << run.out;
+  EXPECT_TRUE(Has(run.out, "not open: 30000:32767/tcp\nnot trusted: 198.18.241.12 10.244.0.0/16"))
+      << run.out;
 }
 
 TEST(OsServicesSteps, FirewallProbeIsSatisfiedWithoutAFirewall) {
