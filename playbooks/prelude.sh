@@ -185,3 +185,58 @@ firewall_sources() {
     [ "$GPUCTL_ORCHESTRATOR" != kubernetes ] || echo "$GPUCTL_POD_CIDR"
   } | awk 'NF && !seen[$0]++' | tr '\n' ' '
 }
+
+# slurm_conf, slurm_gres_conf, slurm_cgroup_conf: the files step slurm.config
+# writes, the same on every node, from GPUCTL_SLURM_* (the inventory),
+# GPUCTL_MASTER_NAME/ADDRESS and GPUCTL_NODE_HARDWARE ("worker1 CPUs=64 ...
+# RealMemory=515072", one line per worker, read from each worker).
+slurm_conf() {
+  cat <<EOF
+# Written by gpuctl (step slurm.config) from the inventory; edits are replaced.
+ClusterName=$GPUCTL_SLURM_CLUSTER_NAME
+SlurmctldHost=$GPUCTL_MASTER_NAME($GPUCTL_MASTER_ADDRESS)
+SlurmUser=slurm
+AuthType=auth/munge
+StateSaveLocation=/var/lib/slurm/slurmctld
+SlurmdSpoolDir=/var/lib/slurm/slurmd
+SlurmctldPidFile=/run/slurmctld.pid
+SlurmdPidFile=/run/slurmd.pid
+SlurmctldLogFile=/var/log/slurm/slurmctld.log
+SlurmdLogFile=/var/log/slurm/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+SchedulerType=sched/backfill
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+ReturnToService=1
+GresTypes=gpu
+MpiDefault=none
+EOF
+  printf '%s\n' "$GPUCTL_SLURM_NODES" | awk -v hardware="${GPUCTL_NODE_HARDWARE:-}" '
+    BEGIN {
+      n = split(hardware, l, "\n")
+      for (i = 1; i <= n; i++) { name = l[i]; sub(/ .*/, "", name); hw = l[i]; sub(/^[^ ]+ ?/, "", hw); have[name] = hw }
+    }
+    NF {
+      print "NodeName=" $1 " NodeAddr=" $2 (have[$1] != "" ? " " have[$1] : "") \
+        ($3 > 0 ? " Gres=gpu:" $3 : "") " State=UNKNOWN"
+    }'
+  printf '%s\n' "$GPUCTL_SLURM_PARTITIONS" | awk 'NF {
+    print "PartitionName=" $1 " Nodes=" $2 " Default=" $3 " MaxTime=INFINITE State=UP" }'
+}
+
+slurm_gres_conf() {
+  echo "# Written by gpuctl (step slurm.config) from the inventory; edits are replaced."
+  echo "AutoDetect=off"
+  printf '%s\n' "$GPUCTL_SLURM_NODES" | awk '$3 > 0 {
+    print "NodeName=" $1 " Name=gpu File=/dev/nvidia" ($3 > 1 ? "[0-" $3 - 1 "]" : "0") }'
+}
+
+slurm_cgroup_conf() {
+  echo "# Written by gpuctl (step slurm.config); edits are replaced."
+  # Slurm's cgroup/v2 plugin refuses a node where v1 hierarchies are mounted
+  # as well (/proc/self/cgroup lists more than the 0:: line).
+  if grep -qv '^0::' /proc/self/cgroup; then echo CgroupPlugin=cgroup/v1; else echo CgroupPlugin=autodetect; fi
+}

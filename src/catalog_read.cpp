@@ -172,7 +172,7 @@ class StepReader {
   void Inputs() {
     std::vector<std::string> seen;
     for (const auto& item : m_.List("inputs").value_or(std::vector<YAML::Node>{})) {
-      MapReader in(source_, item, {"name", "from", "script", "secret"});
+      MapReader in(source_, item, {"name", "from", "each", "script", "secret"});
       if (!in.ok()) {
         continue;
       }
@@ -208,6 +208,14 @@ class StepReader {
       }
       Script(in, "script", input.script);
       in.Read("secret", input.secret);
+      in.Read("each", input.each);
+      if (input.secret && input.each) {
+        // A secret is the master's own (a token, a key); one from every node
+        // would be a secret per node, which nothing needs.
+        source_.Error(
+            input.where,
+            fmt::format("input '{}': a secret input is read from one node, not each", input.name));
+      }
       step_.inputs.push_back(std::move(input));
     }
   }

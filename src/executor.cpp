@@ -132,7 +132,9 @@ std::vector<std::string> Executor::ReachedNodes(const PlanItem& item) const {
   for (const StepInput& input : context_.catalog.Find(item.step)->inputs) {
     for (const Node* source : context_.inventory.WithRole(input.from)) {
       reached.insert(source->name);
-      break;  // inputs are read from the first node holding the role
+      if (!input.each) {
+        break;  // read from the first node holding the role
+      }
     }
   }
   reached.erase(item.node);

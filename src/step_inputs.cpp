@@ -1,6 +1,7 @@
 #include "gpuctl/step_inputs.h"
 
 #include <limits>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -34,27 +35,44 @@ bool StepInputs::Resolve(const Step& step, InputUse use, std::map<std::string, s
       why = fmt::format("input '{}': no node holds the role {}", input.name, ToString(input.from));
       return false;
     }
-    const Node& source = *sources.front();
-    const std::string key = source.name + '/' + input.name;
     std::string value;
-    bool cached = false;
-    if (use == InputUse::kPlan && !input.secret) {
-      std::lock_guard lock(mutex_);
-      if (auto it = cache_.find(key); it != cache_.end()) {
-        value = it->second;
-        cached = true;
-      }
-    }
-    if (!cached) {
-      if (!Fetch(source, input, value, why)) {
+    if (!input.each) {
+      if (!Read(*sources.front(), input, use, value, why)) {
         return false;
       }
-      if (use == InputUse::kPlan && !input.secret) {
-        std::lock_guard lock(mutex_);
-        cache_[key] = value;
+    }
+    for (std::size_t i = 0; input.each && i < sources.size(); ++i) {
+      std::string one;
+      if (!Read(*sources[i], input, use, one, why)) {
+        return false;
+      }
+      std::istringstream lines(one);
+      for (std::string line; std::getline(lines, line);) {
+        value += fmt::format("{}{} {}", value.empty() ? "" : "\n", sources[i]->name, line);
       }
     }
     env[ExportName(input.name)] = value;
+  }
+  return true;
+}
+
+bool StepInputs::Read(const Node& source, const StepInput& input, InputUse use, std::string& value,
+                      std::string& why) {
+  const bool cacheable = use == InputUse::kPlan && !input.secret;
+  const std::string key = source.name + '/' + input.name;
+  if (cacheable) {
+    std::lock_guard lock(mutex_);
+    if (auto it = cache_.find(key); it != cache_.end()) {
+      value = it->second;
+      return true;
+    }
+  }
+  if (!Fetch(source, input, value, why)) {
+    return false;
+  }
+  if (cacheable) {
+    std::lock_guard lock(mutex_);
+    cache_[key] = value;
   }
   return true;
 }

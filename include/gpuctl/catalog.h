@@ -40,6 +40,9 @@ struct StepInput {
   // A secret is fetched only right before the change (never for a probe, a
   // plan or check), redacted from everything shown or written, never stored.
   bool secret = false;
+  // Runs on every node holding `from`; the value is each node's output, every
+  // line prefixed with the node's name and a space (a node's hardware, say).
+  bool each = false;
   SourceLocation where;
 };
 

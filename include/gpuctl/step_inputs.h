@@ -52,6 +52,9 @@ class StepInputs {
     std::unique_ptr<Connection> connection;
   };
   void RedactSecret(const std::string& value);
+  // One source's value, from the cache when `use` allows.
+  bool Read(const Node& source, const StepInput& input, InputUse use, std::string& value,
+            std::string& why);
   bool Fetch(const Node& node, const StepInput& input, std::string& value, std::string& why);
 
   RunContext& context_;

@@ -90,6 +90,26 @@ TEST_F(SlurmLabTest, AptAndDnfWorkersGoIdleWithGpusRunJobsAndKeepTheKeySecret) {
   EXPECT_EQ(Trim(job.out), "worker1\nworker2");
   EXPECT_EQ(Trim(lab_->Ssh("worker2", "rpm -q --qf '%{NAME}\\n' slurm-slurmd munge").out),
             "slurm-slurmd\nmunge");
+  // Each worker's CPUs as the worker counts them (not Slurm's default of 1),
+  // so a job may ask for all of them, and memory in whole GiB below what the
+  // node has.
+  for (const char* node : {"worker1", "worker2"}) {
+    SCOPED_TRACE(node);
+    const std::string cpus = Trim(lab_->Ssh(node, "nproc --all").out);
+    EXPECT_EQ(
+        Trim(lab_->Ssh("master1", std::string("sinfo -h -N -n ") + node + " -o %c | sort -u").out),
+        cpus);
+    EXPECT_EQ(lab_->Ssh("master1", "srun -p all -w " + std::string(node) + " -c " + cpus + " true")
+                  .status,
+              0);
+    const long memory = std::stol(
+        Trim(lab_->Ssh("master1", std::string("sinfo -h -N -n ") + node + " -o %m | sort -u").out));
+    const long total_kb =
+        std::stol(Trim(lab_->Ssh(node, "awk '/^MemTotal:/ { print $2 }' /proc/meminfo").out));
+    EXPECT_EQ(memory % 1024, 0);
+    EXPECT_GT(memory, total_kb / 1024 - 1024);
+    EXPECT_LE(memory, total_kb / 1024);
+  }
 
   // One key, the master's, owned by munge with mode 0400, on every node.
   const std::string key = KeyBase64("master1");

@@ -107,6 +107,13 @@ class StepHarness {
   static std::string Fixture(const std::string& relative) {
     return std::string(GPUCTL_FIXTURES_DIR) + "/" + relative;
   }
+  // A fixture's content (for `File`).
+  static std::string FixtureText(const std::string& relative) {
+    std::ifstream in(Fixture(relative));
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
 
   StepRun Probe(const std::string& step, const std::string& node) {
     return RunScript(Get(step).probe, step, node);
@@ -114,6 +121,14 @@ class StepHarness {
   StepRun Verify(const std::string& step, const std::string& node) {
     const Step& s = Get(step);
     return RunScript(s.verify.empty() ? s.probe : s.verify, step, node);
+  }
+
+  // Runs the script of the step's input `input` as its source node would.
+  StepRun Input(const std::string& step, const std::string& input, const std::string& node) {
+    for (const StepInput& in : Get(step).inputs) {
+      if (in.name == input) return RunScript(in.script, step, node);
+    }
+    throw std::runtime_error("no input " + input + " in " + step);
   }
 
   [[nodiscard]] const Catalog& catalog() const { return catalog_; }

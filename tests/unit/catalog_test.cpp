@@ -208,10 +208,12 @@ TEST(CatalogErrors, BadInputs) {
       - {name: ok, from: boss, script: x}
       - {name: ok, script: x}
       - {name: nothing}
+      - {name: hw, from: worker, each: true, secret: true, script: x}
     probe: x
     change: {any: x}
 )");
   EXPECT_TRUE(HasError(p.diagnostics, 6, 16, "invalid input name 'Join-Command'"));
+  EXPECT_TRUE(HasError(p.diagnostics, 11, 9, "input 'hw': a secret input is read from one node"));
   EXPECT_TRUE(HasError(p.diagnostics, 7, 16, "input 'node_name' clashes with a parameter"));
   EXPECT_TRUE(HasError(p.diagnostics, 8, 26, "unknown role 'boss'"));
   EXPECT_TRUE(HasError(p.diagnostics, 9, 16, "input 'ok' clashes"));

@@ -35,8 +35,8 @@ class StepInputsTest : public ::testing::Test {
   void SetUp() override {
     Step init = MakeStep("k8s.init", {Role::kMaster});
     Step join = MakeStep("k8s.join", {Role::kWorker}, {OnRole("k8s.init", Role::kMaster)});
-    join.inputs.push_back({"join_command", Role::kMaster, "make-join-command", true, {}});
-    join.inputs.push_back({"master_ca_hash", Role::kMaster, "read-ca-hash", false, {}});
+    join.inputs.push_back({"join_command", Role::kMaster, "make-join-command", true, false, {}});
+    join.inputs.push_back({"master_ca_hash", Role::kMaster, "read-ca-hash", false, false, {}});
     steps = {init, join};
     // The master answers the input scripts; the worker's join is "done" once
     // its change ran with the right command.
@@ -163,6 +163,28 @@ TEST_F(StepInputsTest, AnInventorySecretReachesEveryScriptRedacted) {
   EXPECT_EQ(saved_plan.find(key), std::string::npos);
   EXPECT_EQ(ReadAll(dir / "secret" / "journal.jsonl").find(key), std::string::npos);
   unsetenv("GPUCTL_TEST_MUNGE_KEY");
+  std::filesystem::remove_all(dir);
+}
+
+TEST_F(StepInputsTest, AnInputFromEachNodeOfARoleNamesEveryNodesLines) {
+  inventory = MakeInventory({MakeNode("master1", Role::kMaster), MakeNode("worker1", Role::kWorker),
+                             MakeNode("worker2", Role::kWorker)});
+  // k8s.join on the workers reads every worker's hardware; worker2 has two
+  // lines, and none comes from the master.
+  steps[1].inputs = {{"node_hardware", Role::kWorker, "read-hardware", false, true, {}}};
+  transport.AddHandler(
+      [](const std::string& node, const Command& c) -> std::optional<CommandResult> {
+        if (c.script.find("read-hardware") == std::string::npos) return std::nullopt;
+        CommandResult r;
+        r.exit_status = node == "master1" ? 99 : 0;
+        r.out = node == "worker1" ? "CPUs=64\n" : "CPUs=32\nRealMemory=512000\n";
+        return r;
+      });
+  std::ostringstream terminal;
+  const Plan plan = Run(/*apply=*/true, terminal, dir / "each");
+  EXPECT_EQ(plan.Find("worker2", "k8s.join")->state, ItemState::kApplied);
+  EXPECT_EQ(change_env["GPUCTL_NODE_HARDWARE"],
+            "worker1 CPUs=64\nworker2 CPUs=32\nworker2 RealMemory=512000");
   std::filesystem::remove_all(dir);
 }
 

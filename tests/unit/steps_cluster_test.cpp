@@ -148,12 +148,18 @@ SelectTypeParameters=CR_Core
 ReturnToService=1
 GresTypes=gpu
 MpiDefault=none
-NodeName=worker1 NodeAddr=198.18.0.11 Gres=gpu:8 State=UNKNOWN
+NodeName=worker1 NodeAddr=198.18.0.11 CPUs=16 Boards=1 SocketsPerBoard=1 CoresPerSocket=16 ThreadsPerCore=1 RealMemory=128000 Gres=gpu:8 State=UNKNOWN
 PartitionName=batch Nodes=worker1 Default=YES MaxTime=INFINITE State=UP
 )";
 
+// What the node_hardware input reads on worker1 (the H100 machine's figures).
+constexpr const char* kWorker1Hardware =
+    "worker1 CPUs=16 Boards=1 SocketsPerBoard=1 CoresPerSocket=16 ThreadsPerCore=1 "
+    "RealMemory=128000";
+
 TEST_F(ClusterStepsTest, SlurmConfigIsRenderedFromTheInventory) {
   StepHarness h(Inventory("slurm"));
+  h.SetEnv("GPUCTL_NODE_HARDWARE", kWorker1Hardware);
   h.StubOutput("id", "997\n");  // a distribution's dynamic uid
   auto run = h.Probe("slurm.config", "worker1");
   EXPECT_NE(run.out.find("the slurm user's uid is 997 (want 64030 on every node)"),
@@ -171,6 +177,34 @@ TEST_F(ClusterStepsTest, SlurmConfigIsRenderedFromTheInventory) {
   run = h.Probe("slurm.config", "worker1");
   EXPECT_NE(run.out.find("/etc/slurm/gres.conf is missing or differs"), std::string::npos)
       << run.out;
+}
+
+TEST_F(ClusterStepsTest, SlurmNodeHardwareIsWhatSlurmdWouldFind) {
+  if (const std::string why = StepHarness::CanFakeFiles(); !why.empty()) GTEST_SKIP() << why;
+  StepHarness h(Inventory("slurm"));
+  // The H100 machine: 16 CPUs on one socket, 131981020 kB (125.9 GiB) of
+  // memory, rounded down to whole GiB (125 GiB, 128000 MB).
+  h.StubFixture("lscpu", "lscpu/h100-host-16cpu.txt");
+  h.StubOutput("nproc", "16\n");
+  h.File("/proc/meminfo", StepHarness::FixtureText("proc/meminfo-128g.txt"));
+  auto run = h.Input("slurm.config", "node_hardware", "worker1");
+  EXPECT_EQ(run.status, 0) << run.out;
+  EXPECT_EQ(run.out, std::string(kWorker1Hardware).substr(8) + "\n");
+
+  // A CPU taken offline: the topology no longer multiplies out to the CPU
+  // count, so only the count is stated (Slurm derives the rest).
+  h.StubOutput("nproc", "15\n");
+  run = h.Input("slurm.config", "node_hardware", "worker1");
+  EXPECT_EQ(run.out, "CPUs=15 RealMemory=128000\n");
+
+  // The development machine's lscpu and memory (24 GiB, rounded to 23).
+  h.StubFixture("lscpu", "lscpu/debian12-vm-2cpu.txt");
+  h.StubOutput("nproc", "2\n");
+  h.File("/proc/meminfo", StepHarness::FixtureText("proc/meminfo-24g.txt"));
+  run = h.Input("slurm.config", "node_hardware", "worker1");
+  EXPECT_EQ(run.out,
+            "CPUs=2 Boards=1 SocketsPerBoard=1 CoresPerSocket=2 ThreadsPerCore=1 "
+            "RealMemory=23552\n");
 }
 
 TEST_F(ClusterStepsTest, SlurmdMustBeEnabled) {
