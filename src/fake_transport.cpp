@@ -6,14 +6,25 @@ namespace gpuctl {
 
 class FakeConnection : public Connection {
  public:
-  FakeConnection(FakeTransport& transport, std::string node)
-      : transport_(transport), node_(std::move(node)) {}
-  CommandResult Run(const Command& command) override { return transport_.Answer(node_, command); }
-  [[nodiscard]] bool Alive() const override { return true; }
+  FakeConnection(FakeTransport& transport, std::string node, int boot)
+      : transport_(transport), node_(std::move(node)), boot_(boot) {}
+  CommandResult Run(const Command& command) override {
+    // As an SSH session behaves once its node restarted: alive until used.
+    if (transport_.Boot(node_) != boot_) {
+      lost_ = true;
+      CommandResult result;
+      result.err = "gpuctl: cannot start a command on " + node_ + ": Socket error: disconnected\n";
+      return result;
+    }
+    return transport_.Answer(node_, command);
+  }
+  [[nodiscard]] bool Alive() const override { return !lost_; }
 
  private:
   FakeTransport& transport_;
   std::string node_;
+  int boot_;
+  bool lost_ = false;
 };
 
 void FakeTransport::AddHandler(Handler handler) {
@@ -45,7 +56,18 @@ std::unique_ptr<Connection> FakeTransport::Connect(const Endpoint& endpoint) {
   if (auto it = unreachable_.find(endpoint.node); it != unreachable_.end()) {
     throw TransportError(it->second, endpoint.node + ": unreachable (fake)");
   }
-  return std::make_unique<FakeConnection>(*this, endpoint.node);
+  return std::make_unique<FakeConnection>(*this, endpoint.node, boots_[endpoint.node]);
+}
+
+void FakeTransport::Restart(const std::string& node) {
+  std::lock_guard lock(mutex_);
+  ++boots_[node];
+}
+
+int FakeTransport::Boot(const std::string& node) const {
+  std::lock_guard lock(mutex_);
+  auto it = boots_.find(node);
+  return it == boots_.end() ? 0 : it->second;
 }
 
 CommandResult FakeTransport::Answer(const std::string& node, const Command& command) {

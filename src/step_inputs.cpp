@@ -89,22 +89,31 @@ bool StepInputs::Fetch(const Node& node, const StepInput& input, std::string& va
     source = slot;
   }
   std::lock_guard lock(source->mutex);
-  if (!source->connection || !source->connection->Alive()) {
-    Endpoint endpoint = Endpoint::For(node);
-    endpoint.trust_on_first_use = context_.options.trust_new_host_keys;
-    try {
-      source->connection = context_.transport.Connect(endpoint);
-    } catch (const std::exception& e) {
-      source->connection.reset();
-      why = fmt::format("input '{}' from {}: cannot connect: {}", input.name, node.name, e.what());
-      return false;
-    }
-  }
   Command command;
   command.script = WithPrelude(context_.catalog.prelude(), input.script);
   command.env["GPUCTL_OS_FAMILY"] = ToString(node.os.family);
-  spdlog::debug("{}: reading input '{}' for a step", node.name, input.name);
-  CommandResult result = source->connection->Run(command);
+  CommandResult result;
+  // A connection kept from earlier in the run is found dead only when used
+  // (the node rebooted since, say): then connect again, once.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (!source->connection || !source->connection->Alive()) {
+      Endpoint endpoint = Endpoint::For(node);
+      endpoint.trust_on_first_use = context_.options.trust_new_host_keys;
+      try {
+        source->connection = context_.transport.Connect(endpoint);
+      } catch (const std::exception& e) {
+        source->connection.reset();
+        why =
+            fmt::format("input '{}' from {}: cannot connect: {}", input.name, node.name, e.what());
+        return false;
+      }
+    }
+    spdlog::debug("{}: reading input '{}' for a step", node.name, input.name);
+    result = source->connection->Run(command);
+    if (result.exit_status != -1 || source->connection->Alive()) {
+      break;
+    }
+  }
   if (input.secret) {
     // Registered before anything else can see it, even a failure message:
     // the whole value and each long word of it, since a tool may echo just

@@ -36,6 +36,9 @@ class FakeTransport : public Transport {
   // Connecting to `node` throws TransportError(kind).
   void Unreachable(const std::string& node, ConnectFailure kind = ConnectFailure::kUnreachable);
 
+  // `node` restarts: every session open to it fails at its next command.
+  void Restart(const std::string& node);
+
   std::unique_ptr<Connection> Connect(const Endpoint& endpoint) override;
 
   [[nodiscard]] std::vector<Record> Records() const;
@@ -46,11 +49,13 @@ class FakeTransport : public Transport {
   friend class FakeConnection;
   CommandResult Answer(const std::string& node, const Command& command);
   CommandResult AnswerOne(const std::string& node, const Command& command);
+  [[nodiscard]] int Boot(const std::string& node) const;
 
   mutable std::mutex mutex_;
   std::vector<Handler> handlers_;
   std::map<std::string, ConnectFailure> unreachable_;
   std::map<std::string, int> connects_;
+  std::map<std::string, int> boots_;  // restarts so far, per node
   std::vector<Record> records_;
 };
 

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -105,6 +106,7 @@ class StepInputsTest : public ::testing::Test {
   bool ca_ready = false;
   bool joined = false;
   int join_commands_made = 0;
+  std::atomic<int> hardware_reads{0};
   std::map<std::string, std::string> change_env;
   std::vector<std::map<std::string, std::string>> probe_envs;
   std::string saved_plan;
@@ -185,6 +187,30 @@ TEST_F(StepInputsTest, AnInputFromEachNodeOfARoleNamesEveryNodesLines) {
   EXPECT_EQ(plan.Find("worker2", "k8s.join")->state, ItemState::kApplied);
   EXPECT_EQ(change_env["GPUCTL_NODE_HARDWARE"],
             "worker1 CPUs=64\nworker2 CPUs=32\nworker2 RealMemory=512000");
+  std::filesystem::remove_all(dir);
+}
+
+TEST_F(StepInputsTest, AnInputSourceThatRestartedIsReconnected) {
+  inventory = MakeInventory({MakeNode("master1", Role::kMaster), MakeNode("worker1", Role::kWorker),
+                             MakeNode("storage1", Role::kStorage)});
+  steps[1].inputs = {{"node_hardware", Role::kStorage, "read-hardware", false, true, {}}};
+  // storage1 restarts right after answering the plan's read: the session
+  // kept for inputs is dead by the time apply reads again.
+  transport.AddHandler(
+      [this](const std::string& node, const Command& c) -> std::optional<CommandResult> {
+        if (c.script.find("read-hardware") == std::string::npos) return std::nullopt;
+        if (hardware_reads++ == 0) transport.Restart(node);
+        CommandResult r;
+        r.exit_status = 0;
+        r.out = "CPUs=8\n";
+        return r;
+      });
+  std::ostringstream terminal;
+  const Plan plan = Run(/*apply=*/true, terminal, dir / "restart");
+  EXPECT_EQ(plan.Find("worker1", "k8s.join")->state, ItemState::kApplied) << terminal.str();
+  EXPECT_EQ(change_env["GPUCTL_NODE_HARDWARE"], "storage1 CPUs=8");
+  // The run's own connection, the inputs' first one, and the inputs' second.
+  EXPECT_EQ(transport.Connects("storage1"), 3);
   std::filesystem::remove_all(dir);
 }
 
