@@ -263,6 +263,7 @@ bool Executor::RunItem(const Node& node, PlanItem& item, bool& reboot_pending) {
   context_.reporter.CommandStarted(node.name, item.step, Activity::kChange,
                                    context_.redactor.Apply(*change));
   CommandResult result = connection->Run(command);
+  context_.inputs.SourceChanged(node.name);  // even a failed change may have done part
   result.out = context_.redactor.Apply(std::move(result.out));
   result.err = context_.redactor.Apply(std::move(result.err));
   context_.reporter.CommandFinished(node.name, item.step, Activity::kChange, result);
@@ -306,6 +307,7 @@ bool Executor::RebootAndVerify(const Node& node, std::vector<std::size_t>& await
     connection->Run(reboot);
   }
   context_.DropConnection(node.name);
+  context_.inputs.SourceChanged(node.name);
 
   Endpoint endpoint = Endpoint::For(node);
   endpoint.trust_on_first_use = context_.options.trust_new_host_keys;

@@ -37,13 +37,13 @@ bool StepInputs::Resolve(const Step& step, InputUse use, std::map<std::string, s
     }
     std::string value;
     if (!input.each) {
-      if (!Read(*sources.front(), input, use, value, why)) {
+      if (!Read(*sources.front(), input, value, why)) {
         return false;
       }
     }
     for (std::size_t i = 0; input.each && i < sources.size(); ++i) {
       std::string one;
-      if (!Read(*sources[i], input, use, one, why)) {
+      if (!Read(*sources[i], input, one, why)) {
         return false;
       }
       std::istringstream lines(one);
@@ -56,25 +56,37 @@ bool StepInputs::Resolve(const Step& step, InputUse use, std::map<std::string, s
   return true;
 }
 
-bool StepInputs::Read(const Node& source, const StepInput& input, InputUse use, std::string& value,
+bool StepInputs::Read(const Node& source, const StepInput& input, std::string& value,
                       std::string& why) {
-  const bool cacheable = use == InputUse::kPlan && !input.secret;
   const std::string key = source.name + '/' + input.name;
-  if (cacheable) {
+  int changes_before = 0;
+  if (!input.secret) {
     std::lock_guard lock(mutex_);
     if (auto it = cache_.find(key); it != cache_.end()) {
       value = it->second;
       return true;
     }
+    changes_before = changes_[source.name];
   }
   if (!Fetch(source, input, value, why)) {
     return false;
   }
-  if (cacheable) {
+  if (!input.secret) {
     std::lock_guard lock(mutex_);
-    cache_[key] = value;
+    if (changes_[source.name] == changes_before) {
+      cache_[key] = value;
+    }
   }
   return true;
+}
+
+void StepInputs::SourceChanged(const std::string& node) {
+  std::lock_guard lock(mutex_);
+  ++changes_[node];
+  const std::string prefix = node + '/';
+  for (auto it = cache_.lower_bound(prefix); it != cache_.end() && it->first.starts_with(prefix);) {
+    it = cache_.erase(it);
+  }
 }
 
 bool StepInputs::Fetch(const Node& node, const StepInput& input, std::string& value,

@@ -21,13 +21,16 @@ namespace gpuctl {
 
 class RunContext;
 
-// Which script the values are for. A plan or check reads non-secret inputs
-// once per run (cached); apply reads them fresh, since an earlier change may
-// have made them (the master's key exists only after its step ran).
+// Which script the values are for. A non-secret input is read once and kept
+// until its source node runs a change or reboots (SourceChanged): only a
+// change there can make or alter it (the master's key exists only after its
+// step ran), and a value per script would cost a command per node and script
+// (2*N*N reads of every worker's hardware for N workers). A secret input is
+// never kept.
 enum class InputUse {
-  kPlan,    // probe or check: non-secret inputs, cached
-  kVerify,  // apply's probes and verifications: non-secret inputs, fresh
-  kChange,  // the change: every input, secret ones too, fresh
+  kPlan,    // probe or check: non-secret inputs
+  kVerify,  // apply's probes and verifications: non-secret inputs
+  kChange,  // the change: every input, secret ones too
 };
 
 class StepInputs {
@@ -43,6 +46,10 @@ class StepInputs {
   bool Resolve(const Step& step, InputUse use, std::map<std::string, std::string>& env,
                std::string& why);
 
+  // A change ran on `node`, or it rebooted: values read from it are read
+  // again. A read already under way when this is called is not kept.
+  void SourceChanged(const std::string& node);
+
   // Closes the connections opened for inputs (the connect phase's clean-up).
   void Close();
 
@@ -52,15 +59,15 @@ class StepInputs {
     std::unique_ptr<Connection> connection;
   };
   void RedactSecret(const std::string& value);
-  // One source's value, from the cache when `use` allows.
-  bool Read(const Node& source, const StepInput& input, InputUse use, std::string& value,
-            std::string& why);
+  // One source's value: the kept one, or read now (and kept unless secret).
+  bool Read(const Node& source, const StepInput& input, std::string& value, std::string& why);
   bool Fetch(const Node& node, const StepInput& input, std::string& value, std::string& why);
 
   RunContext& context_;
   std::mutex mutex_;  // guards sources_ and cache_
   std::map<std::string, std::shared_ptr<Source>> sources_;
-  std::map<std::string, std::string> cache_;  // "node/input" -> value (kPlan only)
+  std::map<std::string, std::string> cache_;  // "node/input" -> value (non-secret only)
+  std::map<std::string, int> changes_;        // node -> SourceChanged calls so far
 };
 
 }  // namespace gpuctl

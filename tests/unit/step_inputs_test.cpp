@@ -107,6 +107,7 @@ class StepInputsTest : public ::testing::Test {
   bool joined = false;
   int join_commands_made = 0;
   std::atomic<int> hardware_reads{0};
+  std::atomic<bool> driver_installed{false};
   std::map<std::string, std::string> change_env;
   std::vector<std::map<std::string, std::string>> probe_envs;
   std::string saved_plan;
@@ -190,27 +191,45 @@ TEST_F(StepInputsTest, AnInputFromEachNodeOfARoleNamesEveryNodesLines) {
   std::filesystem::remove_all(dir);
 }
 
-TEST_F(StepInputsTest, AnInputSourceThatRestartedIsReconnected) {
+TEST_F(StepInputsTest, AnInputIsReadAgainAfterItsSourceRebootedOverANewSession) {
   inventory = MakeInventory({MakeNode("master1", Role::kMaster), MakeNode("worker1", Role::kWorker),
                              MakeNode("storage1", Role::kStorage)});
+  // storage1 reboots for a step of its own before worker1 joins; the join
+  // reads storage1's hardware, which the plan read over a session the
+  // reboot killed.
+  Step reboots = MakeStep("gpu.driver", {Role::kStorage});
+  reboots.reboot = true;
+  steps.push_back(reboots);
+  steps[1].depends.push_back(OnRole("gpu.driver", Role::kStorage));
   steps[1].inputs = {{"node_hardware", Role::kStorage, "read-hardware", false, true, {}}};
-  // storage1 restarts right after answering the plan's read: the session
-  // kept for inputs is dead by the time apply reads again.
   transport.AddHandler(
       [this](const std::string& node, const Command& c) -> std::optional<CommandResult> {
-        if (c.script.find("read-hardware") == std::string::npos) return std::nullopt;
-        if (hardware_reads++ == 0) transport.Restart(node);
         CommandResult r;
         r.exit_status = 0;
-        r.out = "CPUs=8\n";
+        if (c.script.find("read-hardware") != std::string::npos) {
+          ++hardware_reads;
+          r.out = "CPUs=8\n";
+        } else if (c.script.rfind("touch /run/gpuctl-reboot-marker", 0) == 0) {
+          transport.Restart(node);
+        } else if (c.script == "probe gpu.driver") {
+          r.exit_status = driver_installed ? 0 : 1;
+        } else if (c.script == "apt change gpu.driver") {
+          driver_installed = true;
+        } else {
+          return std::nullopt;
+        }
         return r;
       });
   std::ostringstream terminal;
   const Plan plan = Run(/*apply=*/true, terminal, dir / "restart");
+  EXPECT_EQ(plan.Find("storage1", "gpu.driver")->state, ItemState::kApplied) << terminal.str();
   EXPECT_EQ(plan.Find("worker1", "k8s.join")->state, ItemState::kApplied) << terminal.str();
   EXPECT_EQ(change_env["GPUCTL_NODE_HARDWARE"], "storage1 CPUs=8");
-  // The run's own connection, the inputs' first one, and the inputs' second.
-  EXPECT_EQ(transport.Connects("storage1"), 3);
+  // Read for the plan, then once more after the reboot (not per script).
+  EXPECT_EQ(hardware_reads, 2);
+  // The run's connection, the inputs' one, the run's after the reboot, and
+  // the inputs' again.
+  EXPECT_EQ(transport.Connects("storage1"), 4);
   std::filesystem::remove_all(dir);
 }
 
