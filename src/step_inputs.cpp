@@ -71,6 +71,11 @@ bool StepInputs::Read(const Node& source, const StepInput& input, std::string& v
   if (!Fetch(source, input, value, why)) {
     return false;
   }
+  if (input.secret) {
+    // A secret's script may make what it hands out (the master's munge key
+    // on first need): what was read from the source before may be stale.
+    SourceChanged(source.name);
+  }
   if (!input.secret) {
     std::lock_guard lock(mutex_);
     if (changes_[source.name] == changes_before) {

@@ -22,8 +22,8 @@ namespace gpuctl {
 class RunContext;
 
 // Which script the values are for. A non-secret input is read once and kept
-// until its source node runs a change or reboots (SourceChanged): only a
-// change there can make or alter it (the master's key exists only after its
+// until its source node runs a change, reboots or hands out a secret input
+// (SourceChanged): only those can make or alter it (the master's key exists only after its
 // step ran), and a value per script would cost a command per node and script
 // (2*N*N reads of every worker's hardware for N workers). A secret input is
 // never kept.

@@ -233,5 +233,24 @@ TEST_F(StepInputsTest, AnInputIsReadAgainAfterItsSourceRebootedOverANewSession) 
   std::filesystem::remove_all(dir);
 }
 
+TEST_F(StepInputsTest, ASecretReadAgainMakesItsSourcesKeptValuesStale) {
+  // The CA hash names how many join commands the master made: a secret's
+  // script may change its node, as the master's munge key is made on first
+  // need. The change must see the value after its own secret was made.
+  transport.AddHandler(
+      [this](const std::string&, const Command& c) -> std::optional<CommandResult> {
+        if (c.script.find("read-ca-hash") == std::string::npos || !ca_ready) return std::nullopt;
+        CommandResult r;
+        r.exit_status = 0;
+        r.out = "sha256:" + std::to_string(join_commands_made) + "\n";
+        return r;
+      });
+  std::ostringstream terminal;
+  const Plan plan = Run(/*apply=*/true, terminal, dir / "stale");
+  EXPECT_EQ(plan.Find("worker1", "k8s.join")->state, ItemState::kApplied) << terminal.str();
+  EXPECT_EQ(change_env["GPUCTL_MASTER_CA_HASH"], "sha256:1");
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace gpuctl
