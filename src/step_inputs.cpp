@@ -58,9 +58,17 @@ bool StepInputs::Resolve(const Step& step, InputUse use, std::map<std::string, s
 
 bool StepInputs::Read(const Node& source, const StepInput& input, std::string& value,
                       std::string& why) {
+  if (input.secret) {
+    // Never kept. Its script may make what it hands out (the master's munge
+    // key on first need), so what was kept from the source may be stale now,
+    // even when the script then failed.
+    const bool read = Fetch(source, input, value, why);
+    SourceChanged(source.name);
+    return read;
+  }
   const std::string key = source.name + '/' + input.name;
   int changes_before = 0;
-  if (!input.secret) {
+  {
     std::lock_guard lock(mutex_);
     if (auto it = cache_.find(key); it != cache_.end()) {
       value = it->second;
@@ -71,16 +79,9 @@ bool StepInputs::Read(const Node& source, const StepInput& input, std::string& v
   if (!Fetch(source, input, value, why)) {
     return false;
   }
-  if (input.secret) {
-    // A secret's script may make what it hands out (the master's munge key
-    // on first need): what was read from the source before may be stale.
-    SourceChanged(source.name);
-  }
-  if (!input.secret) {
-    std::lock_guard lock(mutex_);
-    if (changes_[source.name] == changes_before) {
-      cache_[key] = value;
-    }
+  std::lock_guard lock(mutex_);
+  if (changes_[source.name] == changes_before) {
+    cache_[key] = value;  // unless the source changed while this was read
   }
   return true;
 }
