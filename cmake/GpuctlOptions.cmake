@@ -1,11 +1,21 @@
 # Build options shared by every target: warnings as errors, and an opt-in
-# sanitizer build (ASan + UBSan) used by CI through -DGPUCTL_SANITIZE=ON.
+# sanitizer build (ASan + UBSan) used by CI through -DGPUCTL_SANITIZE=ON, and
+# a ThreadSanitizer build for hunting races in the executor and its fakes
+# (-DGPUCTL_SANITIZE_THREAD=ON; the two cannot be combined).
 option(GPUCTL_SANITIZE "Build with AddressSanitizer and UndefinedBehaviorSanitizer" OFF)
+option(GPUCTL_SANITIZE_THREAD "Build with ThreadSanitizer" OFF)
 option(GPUCTL_WERROR "Treat warnings as errors" ON)
 
 if(GPUCTL_SANITIZE)
   add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all)
   add_link_options(-fsanitize=address,undefined)
+endif()
+if(GPUCTL_SANITIZE_THREAD)
+  if(GPUCTL_SANITIZE)
+    message(FATAL_ERROR "GPUCTL_SANITIZE and GPUCTL_SANITIZE_THREAD cannot be combined")
+  endif()
+  add_compile_options(-fsanitize=thread -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=thread)
 endif()
 
 function(gpuctl_warnings target)

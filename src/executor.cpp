@@ -412,15 +412,19 @@ void Executor::Finish(PlanItem& item, ItemState state, const std::string& detail
 
 void Executor::NodeFailed(const Node& node, const std::string& error) {
   context_.FailNode(node.name, error);
-  context_.reporter.NodeFailed(node.name, context_.redactor.Apply(error));
-  std::lock_guard lock(mutex_);
-  ++failed_nodes_;
-  const std::size_t total = context_.inventory.nodes.size();
-  if (options_.fail_fast ||
-      failed_nodes_ * 100 > static_cast<std::size_t>(options_.max_fail_percent) * total) {
-    stop_all_ = true;
+  {
+    std::lock_guard lock(mutex_);
+    ++failed_nodes_;
+    const std::size_t total = context_.inventory.nodes.size();
+    if (options_.fail_fast ||
+        failed_nodes_ * 100 > static_cast<std::size_t>(options_.max_fail_percent) * total) {
+      stop_all_ = true;
+    }
   }
   changed_.notify_all();
+  // Reported only once the stop is in force: whoever hears of the failure
+  // (a watching script, a test) can rely on nothing new starting after it.
+  context_.reporter.NodeFailed(node.name, context_.redactor.Apply(error));
 }
 
 }  // namespace gpuctl

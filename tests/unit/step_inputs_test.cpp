@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 
 #include "cluster_builder.h"
@@ -43,6 +44,9 @@ class StepInputsTest : public ::testing::Test {
     // its change ran with the right command.
     transport.AddHandler(
         [this](const std::string& node, const Command& c) -> std::optional<CommandResult> {
+          // Workers run their scripts on threads of their own, and the fields
+          // below are shared between them.
+          const std::lock_guard<std::mutex> lock(handler_mutex);
           CommandResult r;
           r.exit_status = 0;
           if (c.script.find("make-join-command") != std::string::npos) {
@@ -108,6 +112,7 @@ class StepInputsTest : public ::testing::Test {
   int join_commands_made = 0;
   std::atomic<int> hardware_reads{0};
   std::atomic<bool> driver_installed{false};
+  std::mutex handler_mutex;
   std::map<std::string, std::string> change_env;
   std::vector<std::map<std::string, std::string>> probe_envs;
   std::string saved_plan;
@@ -239,6 +244,7 @@ TEST_F(StepInputsTest, ASecretReadAgainMakesItsSourcesKeptValuesStale) {
   // need. The change must see the value after its own secret was made.
   transport.AddHandler(
       [this](const std::string&, const Command& c) -> std::optional<CommandResult> {
+        const std::lock_guard<std::mutex> lock(handler_mutex);
         if (c.script.find("read-ca-hash") == std::string::npos || !ca_ready) return std::nullopt;
         CommandResult r;
         r.exit_status = 0;
