@@ -54,8 +54,8 @@ write_file() {
 
 # pkg_versions NAME PREFIX: the versions of NAME the repositories offer that
 # are PREFIX or start with PREFIX and then '.', '-' or '+' (2.21 matches
-# 2.21.5-1+cuda12.4, not 2.210), newest first. Refreshes apt's lists once
-# when they have none.
+# 2.21.5-1+cuda12.4, not 2.210; an empty PREFIX matches all), newest first.
+# Refreshes apt's lists once when they have none.
 pkg_versions() {
   case "$GPUCTL_OS_FAMILY" in
     debian)
@@ -66,8 +66,16 @@ pkg_versions() {
       fi
       printf '%s\n' "$3" | awk -F'|' '{ gsub(/ /, "", $2); print $2 }' ;;
     rhel) dnf -q repoquery --qf '%{version}-%{release}' "$1" 2>/dev/null ;;
-  esac | awk -v p="$2" 'index($0, p) == 1 && (length($0) == length(p) ||
-    index(".-+", substr($0, length(p) + 1, 1)) > 0)' | sort -u -V -r
+  esac | awk -v p="$2" 'NF && (p == "" || index($0, p) == 1 && (length($0) == length(p) ||
+    index(".-+", substr($0, length(p) + 1, 1)) > 0))' | sort -u -V -r
+}
+
+# version_in SERIES VERSION: true when VERSION is of SERIES in the sense of
+# pkg_versions (23.02 holds 23.02.7-1, not 23.020), or SERIES is empty.
+version_in() {
+  [ -n "$1" ] || return 0
+  case "$2" in "$1" | "$1".* | "$1"-* | "$1"+*) return 0 ;; esac
+  return 1
 }
 
 # toml_get TABLE KEY: the value of KEY in [TABLE] of the TOML on stdin (''
@@ -239,4 +247,58 @@ slurm_cgroup_conf() {
   # Slurm's cgroup/v2 plugin refuses a node where v1 hierarchies are mounted
   # as well (/proc/self/cgroup lists more than the 0:: line).
   if grep -qv '^0::' /proc/self/cgroup; then echo CgroupPlugin=cgroup/v1; else echo CgroupPlugin=autodetect; fi
+}
+
+# slurm_pkgs controller|node: the packages a Slurm controller or node runs,
+# under the node's OS family's names; the client tools come with both.
+slurm_pkgs() {
+  case "$GPUCTL_OS_FAMILY:$1" in
+    debian:controller) echo slurmctld slurm-client ;;
+    debian:node) echo slurmd slurm-client ;;
+    rhel:controller) echo slurm-slurmctld slurm ;;
+    rhel:node) echo slurm-slurmd slurm ;;
+  esac
+}
+
+# slurm_pkgs_ok PKG...: true when each is installed and of the inventory's
+# Slurm series (versions.slurm; any when empty); else says which is not.
+slurm_pkgs_ok() {
+  for p in "$@"; do
+    v=$(pkg_version "$p")
+    if [ -z "$v" ]; then
+      echo "$p is not installed"
+      return 1
+    fi
+    if ! version_in "${GPUCTL_SLURM_VERSION:-}" "$v"; then
+      echo "$p $v is installed (want Slurm $GPUCTL_SLURM_VERSION)"
+      return 1
+    fi
+  done
+}
+
+# slurm_pkg_install PKG...: installs each at the newest version of the
+# inventory's Slurm series the repositories offer, or fails naming what they
+# offer; with no series, whatever the repositories have.
+slurm_pkg_install() {
+  if [ -z "${GPUCTL_SLURM_VERSION:-}" ]; then
+    pkg_install "$@"
+    return
+  fi
+  set -- "$@" --
+  while [ "$1" != -- ]; do
+    v=$(pkg_versions "$1" "$GPUCTL_SLURM_VERSION" | head -n 1)
+    if [ -z "$v" ]; then
+      offered=$(pkg_versions "$1" "" | paste -s -d ' ' -)
+      echo "gpuctl: the repositories offer no $1 of Slurm $GPUCTL_SLURM_VERSION (versions.slurm); they have: ${offered:-none}" >&2
+      return 1
+    fi
+    case "$GPUCTL_OS_FAMILY" in debian) set -- "$@" "$1=$v" ;; rhel) set -- "$@" "$1-$v" ;; esac
+    shift
+  done
+  shift
+  # A new series may be older than what is installed, and apt-mark may hold it.
+  case "$GPUCTL_OS_FAMILY" in
+    debian) pkg_install --allow-downgrades --allow-change-held-packages "$@" ;;
+    rhel) pkg_install "$@" ;;
+  esac
 }

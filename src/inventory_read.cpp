@@ -254,7 +254,16 @@ void Reader::VersionsBlock(MapReader& m) {
   m.Read("kubernetes", v.kubernetes);
   m.Read("cni", v.cni);
   m.Read("gpu_operator", v.gpu_operator);
-  m.Read("slurm", v.slurm);
+  if (auto s = m.String("slurm")) {
+    v.slurm = s->text;
+    // Dotted numbers as Slurm numbers its releases: 23.02 or 23.02.7 (the
+    // driver-version check is the same test, less the one-number form).
+    if (!IsDriverVersion(s->text) || s->text.find('.') == std::string::npos) {
+      source_.Error(s->where, fmt::format("invalid Slurm version '{}': expected a series like "
+                                          "'23.02' or a release like '23.02.7'",
+                                          s->text));
+    }
+  }
 }
 
 void Reader::NetworkBlock(MapReader& m) {

@@ -91,7 +91,7 @@ struct Versions {
   std::string kubernetes = "1.30";
   std::string cni = "flannel";
   std::string gpu_operator = "v24.3.0";
-  std::string slurm = "23.02";
+  std::string slurm;  // a series ("23.02") or release; empty: the OS's own Slurm
 };
 
 struct NfsExport {

@@ -58,7 +58,11 @@ nfs:
       path: /data/shared
 EOF
     if [ "$profile" = slurm ]; then
+      # Debian 12's Slurm series, which lab/build-repo.sh mirrors for the
+      # Ubuntu nodes and repackages for the Rocky ones.
       cat <<'EOF'
+versions:
+  slurm: "22.05"
 slurm:
   partitions:
     - {name: a100, nodes: [worker1], default: true}

@@ -127,6 +127,28 @@ TEST_F(SlurmLabTest, AptAndDnfWorkersGoIdleWithGpusRunJobsAndKeepTheKeySecret) {
   const Result check = Gpuctl("check", Inventory());
   EXPECT_EQ(check.status, 0) << check.out;
 
+  // A Slurm series the repositories do not carry: plan names the installed
+  // packages on both OS families, apply stops at the install and leaves the
+  // running cluster as it was.
+  const std::string other = (fs::path(lab_->Env("LAB_STATE")) / "other-series.yaml").string();
+  ASSERT_EQ(Shell("sed 's/^  slurm: \"22.05\"$/  slurm: \"23.02\"/' " + Quote(Inventory()) + " >" +
+                  Quote(other))
+                .status,
+            0);
+  ASSERT_NE(ReadFile(other).find("slurm: \"23.02\""), std::string::npos);
+  const Result plan = Gpuctl("plan", other);
+  EXPECT_EQ(plan.status, 2) << plan.out;
+  EXPECT_NE(plan.out.find("slurmctld 22.05.8"), std::string::npos) << plan.out;
+  EXPECT_NE(plan.out.find("slurm-slurmd 22.05.8"), std::string::npos) << plan.out;
+  EXPECT_NE(plan.out.find("(want Slurm 23.02)"), std::string::npos) << plan.out;
+  const Result refused = Gpuctl("apply --yes --run-dir " + RunDir("other-series"), other);
+  EXPECT_EQ(refused.status, 1) << refused.out;
+  EXPECT_NE(refused.out.find("the repositories offer no slurmctld of Slurm 23.02"),
+            std::string::npos)
+      << refused.out;
+  EXPECT_EQ(Sinfo(), want);
+  EXPECT_EQ(lab_->Ssh("master1", "srun -N2 -p all true").status, 0);
+
   // The inventory now names a key in the environment: every node takes it,
   // the daemons restart on it, and the nodes come back idle.
   const std::string rekeyed = (fs::path(lab_->Env("LAB_STATE")) / "rekeyed.yaml").string();

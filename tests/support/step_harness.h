@@ -123,6 +123,16 @@ class StepHarness {
     return RunScript(s.verify.empty() ? s.probe : s.verify, step, node);
   }
 
+  // Runs the step's change for the node's OS family. Whatever the change
+  // would do to this machine must be stubbed first.
+  StepRun Change(const std::string& step, const std::string& node) {
+    const Node* n = inventory_.Find(node);
+    if (n == nullptr) throw std::runtime_error("no node " + node);
+    const std::string* script = Get(step).ChangeFor(n->os.family);
+    if (script == nullptr) throw std::runtime_error("no change for " + node + " in " + step);
+    return RunScript(*script, step, node);
+  }
+
   // Runs the script of the step's input `input` as its source node would.
   StepRun Input(const std::string& step, const std::string& input, const std::string& node) {
     for (const StepInput& in : Get(step).inputs) {

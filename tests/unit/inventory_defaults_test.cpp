@@ -39,6 +39,7 @@ TEST(InventoryDefaults, AbsentBlocksTakeTheHeaderDefaults) {
   EXPECT_EQ(inv.ssh.command_timeout_s, 1800);
   EXPECT_EQ(inv.versions.driver_branch, "550");
   EXPECT_EQ(inv.versions.cuda, "12.4");
+  EXPECT_EQ(inv.versions.slurm, "");  // the OS's own Slurm
   EXPECT_EQ(inv.network.subnet, "");
   EXPECT_EQ(inv.network.pod_cidr, "10.244.0.0/16");
   EXPECT_EQ(inv.network.service_cidr, "10.96.0.0/12");

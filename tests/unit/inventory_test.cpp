@@ -295,6 +295,18 @@ TEST(InventoryErrors, InvalidDriverBranch) {
   EXPECT_EQ(p.diagnostics.ErrorCount(), 1U) << p.diagnostics.Format();
 }
 
+TEST(InventoryErrors, InvalidSlurmVersion) {
+  // "23" would match 23.02 and 23.11 alike; Slurm's series are two numbers.
+  for (const char* bad : {"\"23\"", "latest", "\"23.02-1\""}) {
+    auto p = ParseText(WithTop(std::string("versions:\n  slurm: ") + bad + "\n"));
+    EXPECT_TRUE(HasDiagnostic(p.diagnostics, 3, 10, "invalid Slurm version")) << bad;
+  }
+  for (const char* good : {"\"23.02\"", "\"23.02.7\""}) {
+    auto p = ParseText(WithTop(std::string("versions:\n  slurm: ") + good + "\n"));
+    EXPECT_EQ(p.diagnostics.ErrorCount(), 0U) << p.diagnostics.Format();
+  }
+}
+
 TEST(InventoryErrors, InlineSecretsAreRejected) {
   auto p = ParseText(WithTop(R"(token: abc123
 ssh:

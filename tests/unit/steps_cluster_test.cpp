@@ -5,6 +5,9 @@
 // mount namespace (root only); tools are stubbed.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
+
 #include "support/step_harness.h"
 
 namespace gpuctl {
@@ -207,9 +210,83 @@ TEST_F(ClusterStepsTest, SlurmNodeHardwareIsWhatSlurmdWouldFind) {
             "RealMemory=23552\n");
 }
 
+// Debian 12's Slurm as dpkg-query -W -f='${Version}' and rpm -q --qf
+// '%{VERSION}-%{RELEASE}' print it (the lab's Rocky rpms carry the same).
+constexpr const char* kDebianSlurm = "22.05.8-4+deb12u3";
+
+std::string SlurmInventory(const std::string& series) {
+  return "versions: {slurm: \"" + series + "\"}\n" + Inventory("slurm");
+}
+
+TEST_F(ClusterStepsTest, SlurmPackagesMustBeOfTheInventorysSeries) {
+  struct Case {
+    const char* series;
+    const char* master_line;  // slurm.controller's probe on Ubuntu
+    const char* worker_line;  // slurm.node's on Rocky
+  };
+  const Case cases[] = {
+      // Packages of the series: the probe goes on to the service.
+      {"22.05", "slurmctld is not enabled at boot\n", "slurmd is not enabled at boot\n"},
+      {"22.05.8", "slurmctld is not enabled at boot\n", "slurmd is not enabled at boot\n"},
+      // 22.0 is not a prefix of 22.05 in the sense of a series.
+      {"22.0", "slurmctld 22.05.8-4+deb12u3 is installed (want Slurm 22.0)\n",
+       "slurm-slurmd 22.05.8-4+deb12u3 is installed (want Slurm 22.0)\n"},
+      {"23.02", "slurmctld 22.05.8-4+deb12u3 is installed (want Slurm 23.02)\n",
+       "slurm-slurmd 22.05.8-4+deb12u3 is installed (want Slurm 23.02)\n"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.series);
+    StepHarness h(SlurmInventory(c.series));
+    h.StubOutput("dpkg-query", kDebianSlurm);
+    h.Stub("rpm", std::string("case \"$*\" in *--quiet*) exit 0 ;; esac\necho ") + kDebianSlurm);
+    h.StubOutput("systemctl", "", 1);  // is-enabled --quiet: disabled
+    const auto master = h.Probe("slurm.controller", "master1");
+    EXPECT_EQ(master.status, 1);
+    EXPECT_EQ(master.out, c.master_line);
+    const auto worker = h.Probe("slurm.node", "worker1");
+    EXPECT_EQ(worker.status, 1);
+    EXPECT_EQ(worker.out, c.worker_line);
+  }
+  // Without versions.slurm any installed version will do.
+  StepHarness h(Inventory("slurm"));
+  h.StubOutput("dpkg-query", "21.08.5-2ubuntu1");
+  h.StubOutput("systemctl", "", 1);  // is-enabled --quiet: disabled
+  EXPECT_EQ(h.Probe("slurm.controller", "master1").out, "slurmctld is not enabled at boot\n");
+}
+
+TEST_F(ClusterStepsTest, SlurmInstallPinsTheSeriesOrNamesWhatTheRepositoriesOffer) {
+  for (const std::string series : {"22.05", "23.02"}) {
+    SCOPED_TRACE(series);
+    StepHarness h(SlurmInventory(series));
+    const std::string log = (h.dir() / "apt-get.log").string();
+    h.StubFixture("apt-cache", "apt/apt-cache-madison-slurmd.txt");
+    h.Stub("apt-get", "echo \"$*\" >>" + log);
+    for (const char* tool : {"dpkg", "mkdir", "chown", "systemctl"}) h.StubOutput(tool, "");
+    const auto run = h.Change("slurm.controller", "master1");
+    std::ifstream in(log);
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string calls = text.str();
+    if (series == "22.05") {
+      EXPECT_EQ(run.status, 0) << run.out;
+      EXPECT_NE(calls.find("install --allow-downgrades --allow-change-held-packages "
+                           "slurmctld=22.05.8-4+deb12u3 slurm-client=22.05.8-4+deb12u3\n"),
+                std::string::npos)
+          << calls;
+    } else {
+      EXPECT_EQ(run.status, 1);
+      EXPECT_EQ(run.out,
+                "gpuctl: the repositories offer no slurmctld of Slurm 23.02 (versions.slurm); "
+                "they have: 22.05.8-4+deb12u3\n");
+      EXPECT_EQ(calls, "");  // nothing installed, no service touched
+    }
+  }
+}
+
 TEST_F(ClusterStepsTest, SlurmdMustBeEnabled) {
   StepHarness h(Inventory("slurm"));
-  h.StubOutput("rpm", "");  // worker1 is Rocky: slurm-slurmd installed
+  // worker1 is Rocky: slurm-slurmd and slurm installed
+  h.Stub("rpm", std::string("case \"$*\" in *--quiet*) exit 0 ;; esac\necho ") + kDebianSlurm);
   h.StubOutput("systemctl", "disabled\n", 1);
   const auto run = h.Probe("slurm.node", "worker1");
   EXPECT_EQ(run.status, 1);
