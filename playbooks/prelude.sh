@@ -194,6 +194,31 @@ firewall_sources() {
   } | awk 'NF && !seen[$0]++' | tr '\n' ' '
 }
 
+# chrony_conf DRIFTFILE: the chrony.conf steps os.time-server and
+# os.time-sync write. The master follows GPUCTL_NTP_SERVERS (the inventory's
+# network.ntp_servers; pool.ntp.org without them) and serves the cluster
+# subnet; every other node follows the master.
+chrony_conf() {
+  case " $GPUCTL_NODE_ROLES " in
+    *" master "*)
+      echo "# Managed by gpuctl (os.time-sync): the master keeps the cluster's time."
+      if [ -n "${GPUCTL_NTP_SERVERS:-}" ]; then
+        for ntp_server in $GPUCTL_NTP_SERVERS; do echo "server $ntp_server iburst"; done
+      else
+        echo "pool pool.ntp.org iburst"
+      fi
+      echo "# Serve the cluster even while no upstream server is reachable."
+      echo "local stratum 10"
+      echo "allow ${GPUCTL_SUBNET:-${GPUCTL_MASTER_ADDRESS%.*}.0/24}"
+      ;;
+    *)
+      echo "# Managed by gpuctl (os.time-sync): every node follows the master."
+      echo "server $GPUCTL_MASTER_ADDRESS iburst"
+      ;;
+  esac
+  printf 'driftfile %s\nmakestep 1 3\nrtcsync\nlogdir /var/log/chrony\n' "$1"
+}
+
 # slurm_conf, slurm_gres_conf, slurm_cgroup_conf: the files step slurm.config
 # writes, the same on every node, from GPUCTL_SLURM_* (the inventory),
 # GPUCTL_MASTER_NAME/ADDRESS and GPUCTL_NODE_HARDWARE ("worker1 CPUs=64 ...

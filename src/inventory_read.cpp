@@ -175,7 +175,7 @@ void Reader::Top(const YAML::Node& root) {
   if (auto m = top.Map("versions", VersionKeys())) {
     VersionsBlock(*m);
   }
-  if (auto m = top.Map("network", {"subnet", "pod_cidr", "service_cidr"})) {
+  if (auto m = top.Map("network", {"subnet", "pod_cidr", "service_cidr", "ntp_servers"})) {
     NetworkBlock(*m);
   }
   if (auto m = top.Map("nfs", {"server", "exports", "mounts"})) {
@@ -270,6 +270,14 @@ void Reader::NetworkBlock(MapReader& m) {
   Cidr(m, "subnet", inv_.network.subnet);
   Cidr(m, "pod_cidr", inv_.network.pod_cidr);
   Cidr(m, "service_cidr", inv_.network.service_cidr);
+  for (const Scalar& server : m.StringList("ntp_servers").value_or(std::vector<Scalar>{})) {
+    if (!IsAddress(server.text)) {
+      source_.Error(server.where, fmt::format("invalid NTP server '{}': expected an IPv4 "
+                                              "address, an IPv6 address or a host name",
+                                              server.text));
+    }
+    inv_.network.ntp_servers.push_back(server.text);
+  }
 }
 
 void Reader::NfsBlock(MapReader& m) {

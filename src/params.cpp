@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "gpuctl/syntax.h"
 #include "gpuctl/yaml_source.h"
@@ -184,6 +185,7 @@ const std::vector<std::string>& KnownParameters() {
         "node_address",
         "node_name",
         "node_roles",
+        "ntp_servers",
         "ofed_version",
         "orchestrator",
         "os_family",
@@ -239,6 +241,7 @@ std::map<std::string, std::string> ParameterValues(const Inventory& inventory, c
       {"pod_cidr", inv.network.pod_cidr},
       {"service_cidr", inv.network.service_cidr},
       {"subnet", inv.network.subnet},
+      {"ntp_servers", fmt::format("{}", fmt::join(inv.network.ntp_servers, " "))},
       {"master_name", master != nullptr ? master->name : ""},
       {"master_address", master != nullptr ? master->address : ""},
       {"hosts", Hosts(inv)},

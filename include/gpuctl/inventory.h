@@ -115,6 +115,9 @@ struct Network {
   std::string subnet;  // management subnet (CIDR), used to limit NFS exports
   std::string pod_cidr = "10.244.0.0/16";
   std::string service_cidr = "10.96.0.0/12";
+  // The master's upstream time servers (host names or addresses); empty:
+  // pool.ntp.org, which an air-gapped site cannot reach.
+  std::vector<std::string> ntp_servers;
 };
 
 struct SlurmPartition {

@@ -12,6 +12,7 @@ namespace gpuctl {
 namespace {
 
 using test::Quote;
+using test::ReadFile;
 using test::Result;
 using test::Shell;
 
@@ -108,15 +109,26 @@ TEST_F(OsServicesLabTest, TimeFirewallSshAndPolicyConvergeOnBothFamilies) {
   // disable_selinux is false: the config is left as it was.
   EXPECT_EQ(On("worker2", "sed -n 's/^SELINUX=//p' /etc/selinux/config"), "enforcing");
 
-  // The policy: firewalls off, SELinux permissive.
+  // The policy: firewalls off, SELinux permissive. And the master follows a
+  // site time server (this host's bridge address: none answers there, which
+  // chronyd lists as an unreached source) instead of pool.ntp.org.
+  const std::string subnet = lab_->Env("LAB_SUBNET");
+  const std::string site_ntp = subnet.substr(0, subnet.rfind(".0/")) + ".1";
   const std::string off = (runs_ / "policy-off.yaml").string();
   ASSERT_EQ(
-      Shell("cp " + Quote(inventory) + " " + Quote(off) +
+      Shell("sed 's/^network:$/network:\\n  ntp_servers: [" + site_ntp + "]/' " + Quote(inventory) +
+            " > " + Quote(off) +
             " && printf 'policy:\\n  disable_firewall: true\\n  disable_selinux: true\\n' >> " +
             Quote(off))
           .status,
       0);
+  ASSERT_NE(ReadFile(off).find("ntp_servers: [" + site_ntp + "]"), std::string::npos);
   Converge("policy", off);
+  EXPECT_NE(On("master1", "cat /etc/chrony/chrony.conf").find("server " + site_ntp + " iburst"),
+            std::string::npos);
+  EXPECT_EQ(On("master1", "grep -c pool.ntp.org /etc/chrony/chrony.conf"), "0");
+  EXPECT_NE(On("master1", "chronyc -c -n sources").find("," + site_ntp + ","), std::string::npos)
+      << On("master1", "chronyc -n sources");
   EXPECT_EQ(On("worker1", "ufw status"), "Status: inactive");
   EXPECT_NE(On("worker1", "systemctl is-enabled ufw"), "enabled");
   EXPECT_EQ(On("worker2", "systemctl is-active firewalld"), "inactive");

@@ -307,6 +307,13 @@ TEST(InventoryErrors, InvalidSlurmVersion) {
   }
 }
 
+TEST(InventoryErrors, InvalidNtpServer) {
+  auto p = ParseText(WithTop("network:\n  ntp_servers: [ntp1.example.org, \"10.0.0.5 iburst\"]\n"));
+  EXPECT_TRUE(HasDiagnostic(p.diagnostics, 3, 35, "invalid NTP server '10.0.0.5 iburst'"))
+      << p.diagnostics.Format();
+  EXPECT_EQ(p.diagnostics.ErrorCount(), 1U) << p.diagnostics.Format();
+}
+
 TEST(InventoryErrors, InlineSecretsAreRejected) {
   auto p = ParseText(WithTop(R"(token: abc123
 ssh:

@@ -45,7 +45,7 @@ nodes:
 TEST(Params, KnownParametersAreSortedAndComplete) {
   const auto& names = KnownParameters();
   EXPECT_TRUE(std::is_sorted(names.begin(), names.end()));
-  EXPECT_EQ(names.size(), 43U);
+  EXPECT_EQ(names.size(), 44U);
   EXPECT_TRUE(IsKnownParameter("driver_branch"));
   EXPECT_FALSE(IsKnownParameter("driver"));
   // Every known name has a value, and nothing else does.
@@ -64,6 +64,13 @@ TEST(Params, ValidationThresholdsAreEmptyUnlessSet) {
       Load(std::string(kCluster) + "validation: {nccl_min_busbw_gbps: 150, ib_min_bw_gbps: 180}\n");
   EXPECT_EQ(ParameterValues(inv, inv.nodes[0]).at("nccl_min_busbw"), "150");
   EXPECT_EQ(ParameterValues(inv, inv.nodes[0]).at("ib_min_bw"), "180");
+}
+
+TEST(Params, NtpServersAreSpaceSeparatedAndEmptyUnlessSet) {
+  Inventory inv = Load(kCluster);
+  EXPECT_EQ(ParameterValues(inv, inv.nodes[0]).at("ntp_servers"), "");
+  inv.network.ntp_servers = {"ntp1.example.org", "10.0.0.5"};
+  EXPECT_EQ(ParameterValues(inv, inv.nodes[0]).at("ntp_servers"), "ntp1.example.org 10.0.0.5");
 }
 
 TEST(Params, NodeValues) {

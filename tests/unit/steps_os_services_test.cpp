@@ -74,6 +74,52 @@ TEST(OsServicesSteps, TimeSyncVerifyReportsADaemonThatDoesNotAnswer) {
   EXPECT_TRUE(Has(run.out, "chronyc tracking fails: 506 Cannot talk to daemon")) << run.out;
 }
 
+// chrony.conf as an admin would write it by hand for an air-gapped site
+// whose master follows two site servers.
+constexpr const char* kMasterChronyConf =
+    R"(# Managed by gpuctl (os.time-sync): the master keeps the cluster's time.
+server ntp1.example.org iburst
+server 10.0.0.5 iburst
+# Serve the cluster even while no upstream server is reachable.
+local stratum 10
+allow 198.18.241.0/24
+driftfile /var/lib/chrony/chrony.drift
+makestep 1 3
+rtcsync
+logdir /var/log/chrony
+)";
+
+constexpr const char* kWorkerChronyConf =
+    R"(# Managed by gpuctl (os.time-sync): every node follows the master.
+server 198.18.241.10 iburst
+driftfile /var/lib/chrony/chrony.drift
+makestep 1 3
+rtcsync
+logdir /var/log/chrony
+)";
+
+TEST(OsServicesSteps, TheMasterFollowsTheInventorysNtpServersAndTheOthersTheMaster) {
+  if (const std::string why = StepHarness::CanFakeFiles(); !why.empty()) GTEST_SKIP() << why;
+  const std::string differs = "/etc/chrony/chrony.conf differs from gpuctl's";
+  std::string inventory = Inventory();
+  const std::string network = "network: {subnet: 198.18.241.0/24}";
+  inventory.replace(
+      inventory.find(network), network.size(),
+      "network: {subnet: 198.18.241.0/24, ntp_servers: [ntp1.example.org, 10.0.0.5]}");
+  for (const bool site_servers : {true, false}) {
+    SCOPED_TRACE(site_servers ? "ntp_servers" : "no ntp_servers");
+    StepHarness h(site_servers ? inventory : Inventory());
+    h.StubOutput("dpkg-query", "install ok installed");
+    h.StubOutput("systemctl", "active\n");
+    h.File("/etc/chrony/chrony.conf", kMasterChronyConf);
+    // The file check passes (and the probe goes on) only where the inventory
+    // names the servers; without them the master follows pool.ntp.org.
+    EXPECT_EQ(Has(h.Probe("os.time-server", "m").out, differs), !site_servers);
+    h.File("/etc/chrony/chrony.conf", kWorkerChronyConf);
+    EXPECT_FALSE(Has(h.Probe("os.time-sync", "w").out, differs));
+  }
+}
+
 TEST(OsServicesSteps, FirewallProbeReadsTheLiveUfwRules) {
   StepHarness h(Inventory());
   // Captured after a worker's os.firewall: SSH and NodePorts open, every
