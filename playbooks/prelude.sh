@@ -53,9 +53,8 @@ write_file() {
 }
 
 # pkg_versions NAME PREFIX: the versions of NAME the repositories offer that
-# are PREFIX or start with PREFIX and then '.', '-' or '+' (2.21 matches
-# 2.21.5-1+cuda12.4, not 2.210; an empty PREFIX matches all), newest first.
-# Refreshes apt's lists once when they have none.
+# are of the series PREFIX (version_in), newest first. Refreshes apt's lists
+# once when they have none.
 pkg_versions() {
   case "$GPUCTL_OS_FAMILY" in
     debian)
@@ -66,12 +65,14 @@ pkg_versions() {
       fi
       printf '%s\n' "$3" | awk -F'|' '{ gsub(/ /, "", $2); print $2 }' ;;
     rhel) dnf -q repoquery --qf '%{version}-%{release}' "$1" 2>/dev/null ;;
-  esac | awk -v p="$2" 'NF && (p == "" || index($0, p) == 1 && (length($0) == length(p) ||
-    index(".-+", substr($0, length(p) + 1, 1)) > 0))' | sort -u -V -r
+  esac | while IFS= read -r v; do
+    if [ -n "$v" ] && version_in "$2" "$v"; then echo "$v"; fi
+  done | sort -u -V -r
 }
 
-# version_in SERIES VERSION: true when VERSION is of SERIES in the sense of
-# pkg_versions (23.02 holds 23.02.7-1, not 23.020), or SERIES is empty.
+# version_in SERIES VERSION: true when VERSION is SERIES or goes on from it
+# with '.', '-' or '+' (2.21 holds 2.21.5-1+cuda12.4, not 2.210), or SERIES
+# is empty.
 version_in() {
   [ -n "$1" ] || return 0
   case "$2" in "$1" | "$1".* | "$1"-* | "$1"+*) return 0 ;; esac

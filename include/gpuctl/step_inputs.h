@@ -23,10 +23,10 @@ class RunContext;
 
 // Which script the values are for. A non-secret input is read once and kept
 // until its source node runs a change, reboots or hands out a secret input
-// (SourceChanged): only those can make or alter it (the master's key exists only after its
-// step ran), and a value per script would cost a command per node and script
-// (2*N*N reads of every worker's hardware for N workers). A secret input is
-// never kept.
+// (SourceChanged): only those can make or alter it (the master's key exists
+// only after its step ran), and a value per script would cost a command per
+// node and script (2*N*N reads of every worker's hardware for N workers). A
+// secret input is never kept.
 enum class InputUse {
   kPlan,    // probe or check: non-secret inputs
   kVerify,  // apply's probes and verifications: non-secret inputs
