@@ -39,6 +39,8 @@ bool Holds(StepCondition condition, const Node& node, const Inventory& inv) {
       return inv.orchestrator == Orchestrator::kSlurm;
     case StepCondition::kDocker:
       return inv.policy.docker;
+    case StepCondition::kRegistryMirrors:
+      return !inv.mirrors.registries.empty();
   }
   return false;
 }

@@ -210,6 +210,7 @@ void CheckInventory(yaml::Source& source, Inventory& inventory, const InventoryM
   CheckNfs(source, inventory, marks);
   CheckSlurm(source, inventory, marks);
   CheckCuda(source, inventory, marks);
+  CheckAirGappedMirrors(source, inventory, marks);
 }
 
 }  // namespace gpuctl::detail

@@ -22,6 +22,8 @@ struct InventoryMarks {
   SourceLocation cuda;
   SourceLocation nfs_server;
   SourceLocation slurm;
+  SourceLocation air_gapped;  // policy.air_gapped's value
+  SourceLocation mirrors;     // the `mirrors` key
   struct NodeMarks {
     SourceLocation name;
     SourceLocation address;
@@ -38,6 +40,15 @@ struct InventoryMarks {
 void ReadInventory(yaml::Source& source, const YAML::Node& root, Inventory& inventory,
                    InventoryMarks& marks);
 void CheckInventory(yaml::Source& source, Inventory& inventory, const InventoryMarks& marks);
+
+// The `mirrors:` block (inventory_mirrors.cpp): each value checked by kind.
+void ReadMirrors(yaml::Source& source, yaml::MapReader& m, Inventory& inventory,
+                 InventoryMarks& marks);
+// policy.air_gapped: an error for each mirrorable artefact the cluster would
+// still fetch from the internet (the CNI manifest, the GPU Operator chart, the
+// registries its images come from).
+void CheckAirGappedMirrors(yaml::Source& source, const Inventory& inventory,
+                           const InventoryMarks& marks);
 
 // Advice for a key that looks like an inline secret (see docs/inventory.md).
 std::optional<std::string> SecretKeyAdvice(const std::string& key,

@@ -19,9 +19,9 @@ using yaml::Scalar;
 // Functions rather than globals: a throwing static initialiser could not be
 // caught (cert-err58-cpp).
 const std::vector<std::string>& TopKeys() {
-  static const std::vector<std::string> kKeys = {"cluster",    "ssh",  "orchestrator", "versions",
-                                                 "network",    "nfs",  "slurm",        "policy",
-                                                 "validation", "nodes"};
+  static const std::vector<std::string> kKeys = {"cluster",    "ssh",   "orchestrator", "versions",
+                                                 "network",    "nfs",   "slurm",        "policy",
+                                                 "validation", "nodes", "mirrors"};
   return kKeys;
 }
 const std::vector<std::string>& SshKeys() {
@@ -185,10 +185,15 @@ void Reader::Top(const YAML::Node& root) {
     marks_.slurm = top.KeyWhere("slurm");
     SlurmBlock(*m);
   }
-  if (auto m = top.Map("policy", {"disable_firewall", "disable_selinux", "docker"})) {
+  if (auto m = top.Map("policy", {"disable_firewall", "disable_selinux", "docker", "air_gapped"})) {
     m->Read("disable_firewall", inv_.policy.disable_firewall);
     m->Read("disable_selinux", inv_.policy.disable_selinux);
     m->Read("docker", inv_.policy.docker);
+    m->Read("air_gapped", inv_.policy.air_gapped);
+    marks_.air_gapped = m->ValueWhere("air_gapped");
+  }
+  if (auto m = top.Map("mirrors", {"cni_manifest", "gpu_operator_chart", "registries"})) {
+    ReadMirrors(source_, *m, inv_, marks_);
   }
   if (auto m = top.Map("validation", {"nccl_min_busbw_gbps", "ib_min_bw_gbps"})) {
     m->Read("nccl_min_busbw_gbps", inv_.validation.nccl_min_busbw_gbps, 0, 100000);

@@ -147,6 +147,23 @@ void AddSlurm(const Inventory& inv, std::map<std::string, std::string>& values) 
   values["slurm_nodes"] = yaml::Join(nodes, "\n");
 }
 
+// Where gpuctl fetches from when the inventory names no mirror: flannel's
+// release manifest and NVIDIA's chart repository. They live here, not in the
+// playbooks, so a script run for an air-gapped inventory never names them.
+constexpr const char* kFlannelManifest =
+    "https://github.com/flannel-io/flannel/releases/download/v0.26.1/kube-flannel.yml";
+constexpr const char* kNgcCharts = "https://helm.ngc.nvidia.com/nvidia";
+
+// "registry mirror" per mirrored registry, one a line (sorted by registry):
+// what containers.registry-mirrors writes as hosts.toml files.
+std::string RegistryMirrors(const Inventory& inv) {
+  std::vector<std::string> lines;
+  for (const auto& [registry, mirror] : inv.mirrors.registries) {
+    lines.push_back(fmt::format("{} {}", registry, mirror));
+  }
+  return yaml::Join(lines, "\n");
+}
+
 // A threshold a deep validation compares with; empty when there is none.
 std::string Threshold(int value) { return value > 0 ? std::to_string(value) : ""; }
 
@@ -157,6 +174,7 @@ const std::vector<std::string>& KnownParameters() {
     std::vector<std::string> names = {
         "cluster",
         "cni",
+        "cni_manifest",
         "container_toolkit_version",
         "cuda_version",
         "cudnn_version",
@@ -168,6 +186,7 @@ const std::vector<std::string>& KnownParameters() {
         "gpu_model",
         "gpu_counts",
         "gpu_nodes",
+        "gpu_operator_chart",
         "gpu_operator_version",
         "gpu_workers",
         "hosts",
@@ -192,6 +211,7 @@ const std::vector<std::string>& KnownParameters() {
         "os_id",
         "os_version",
         "pod_cidr",
+        "registry_mirrors",
         "service_cidr",
         "slurm_cluster_name",
         "slurm_nodes",
@@ -253,6 +273,11 @@ std::map<std::string, std::string> ParameterValues(const Inventory& inventory, c
       {"docker", Bool(inv.policy.docker)},
       {"nccl_min_busbw", Threshold(inv.validation.nccl_min_busbw_gbps)},
       {"ib_min_bw", Threshold(inv.validation.ib_min_bw_gbps)},
+      {"cni_manifest",
+       inv.mirrors.cni_manifest.empty() ? kFlannelManifest : inv.mirrors.cni_manifest},
+      {"gpu_operator_chart",
+       inv.mirrors.gpu_operator_chart.empty() ? kNgcCharts : inv.mirrors.gpu_operator_chart},
+      {"registry_mirrors", RegistryMirrors(inv)},
   };
   AddNfs(inv, values);
   AddSlurm(inv, values);

@@ -49,14 +49,15 @@ struct StepInput {
 // When a step applies beyond role and OS family: a condition on the inventory.
 enum class StepCondition {
   kAlways,
-  kHasGpus,     // the node's hardware declares GPUs
-  kHasIb,       // the node's hardware declares IB ports
-  kNfs,         // the inventory has an nfs block
-  kNfsServer,   // this node is the NFS server
-  kNfsClient,   // this node mounts NFS and is not the server
-  kKubernetes,  // orchestrator: kubernetes
-  kSlurm,       // orchestrator: slurm
-  kDocker,      // policy.docker
+  kHasGpus,          // the node's hardware declares GPUs
+  kHasIb,            // the node's hardware declares IB ports
+  kNfs,              // the inventory has an nfs block
+  kNfsServer,        // this node is the NFS server
+  kNfsClient,        // this node mounts NFS and is not the server
+  kKubernetes,       // orchestrator: kubernetes
+  kSlurm,            // orchestrator: slurm
+  kDocker,           // policy.docker
+  kRegistryMirrors,  // mirrors.registries names at least one registry
 };
 
 // The name a playbook's `when` uses for a condition ("has_gpus").

@@ -136,7 +136,26 @@ struct Policy {
   bool disable_firewall = false;  // default: open the needed ports
   bool disable_selinux = false;   // default: permissive is not forced
   bool docker = false;            // install Docker beside containerd
+  // Nothing may come from the internet: validate names every source still at
+  // an internet default (mirrors, repositories).
+  bool air_gapped = false;
 };
+
+// Where an air-gapped site keeps what gpuctl would otherwise fetch from the
+// internet (docs/inventory.md#mirrors). Every value is validated by kind.
+struct Mirrors {
+  // URL, or absolute path on the master; empty: flannel's release on GitHub.
+  std::string cni_manifest;
+  // Chart repository URL, or a chart archive (.tgz) URL or absolute path on
+  // the master; empty: NVIDIA's NGC repository.
+  std::string gpu_operator_chart;
+  // Registry (nvcr.io, registry.k8s.io, docker.io, quay.io, ghcr.io) ->
+  // mirror endpoint URL; "*" in the file expands to all five.
+  std::map<std::string, std::string> registries;
+};
+
+// The registries gpuctl can point at a mirror, in the order docs list them.
+const std::vector<std::string>& MirrorableRegistries();
 
 // Thresholds `check --deep` compares its measurements with; 0: report only.
 struct Validation {
@@ -154,6 +173,7 @@ struct Inventory {
   std::optional<Nfs> nfs;
   std::optional<Slurm> slurm;
   Policy policy;
+  Mirrors mirrors;
   Validation validation;
   std::vector<Node> nodes;  // in file order
 
