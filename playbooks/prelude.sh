@@ -328,3 +328,25 @@ slurm_pkg_install() {
     rhel) pkg_install "$@" ;;
   esac
 }
+
+# registry_hosts_toml REGISTRY MIRROR: containerd's hosts.toml for pulling
+# REGISTRY's images through MIRROR (docs/containers.md#registry-mirrors). The
+# first line marks the file as gpuctl's. docker.io's API is registry-1.docker.io.
+registry_hosts_toml() {
+  _up=$1
+  [ "$_up" = docker.io ] && _up=registry-1.docker.io
+  printf '# gpuctl: containers.registry-mirrors (inventory mirrors.registries)\n'
+  printf 'server = "https://%s"\n\n[host."%s"]\n  capabilities = ["pull", "resolve"]\n' "$_up" "$2"
+}
+
+# containerd_registry_config_path: the CRI plugin's registry config_path in
+# containerd's effective configuration: the registry table of
+# io.containerd.grpc.v1.cri (1.x) or io.containerd.cri.v1.images (2.x).
+containerd_registry_config_path() {
+  _dump=$(containerd config dump 2>&1) || { echo "$_dump" | tail -n 1 >&2; return 1; }
+  case "$(printf '%s\n' "$_dump" | toml_get '' version)" in
+    3) _t=plugins.io.containerd.cri.v1.images.registry ;;
+    *) _t=plugins.io.containerd.grpc.v1.cri.registry ;;
+  esac
+  printf '%s\n' "$_dump" | toml_get "$_t" config_path
+}

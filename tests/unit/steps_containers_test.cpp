@@ -208,5 +208,106 @@ TEST(DockerStepTest, NamesAnUnreachableDaemon) {
       << run.out;
 }
 
+// containers.registry-mirrors compares each registry's hosts.toml with what
+// the inventory names (containerd's documented format) and reads the CRI
+// registry config_path from the real containerd's `config dump`.
+std::string MirrorInventory(const std::string& registries) {
+  return "cluster: t\nmirrors:\n  registries: " + registries +
+         "\nnodes:\n"
+         "  - {name: m, address: 198.18.0.9, os: ubuntu-22.04, roles: [master]}\n"
+         "  - {name: r, address: 198.18.0.2, os: rocky-9, roles: [worker]}\n";
+}
+
+std::string HostsToml(const std::string& server, const std::string& mirror) {
+  return "# gpuctl: containers.registry-mirrors (inventory mirrors.registries)\n"
+         "server = \"https://" +
+         server + "\"\n\n[host.\"" + mirror + "\"]\n  capabilities = [\"pull\", \"resolve\"]\n";
+}
+
+TEST(RegistryMirrorsStepTest, WrittenFilesAndConfigPathAreDone) {
+  if (const auto why = StepHarness::CanFakeFiles(); !why.empty()) GTEST_SKIP() << why;
+  StepHarness h(
+      MirrorInventory("{nvcr.io: \"http://mirror.site:5000\", docker.io: "
+                      "\"https://mirror.site/dockerhub\"}"));
+  Node(h, "dump-registry-mirrors-1.6.20.toml");
+  h.File("/etc/containerd/certs.d/nvcr.io/hosts.toml",
+         HostsToml("nvcr.io", "http://mirror.site:5000"));
+  // docker.io's registry API lives at registry-1.docker.io.
+  h.File("/etc/containerd/certs.d/docker.io/hosts.toml",
+         HostsToml("registry-1.docker.io", "https://mirror.site/dockerhub"));
+  for (const char* node : {"m", "r"}) {
+    const auto run = h.Probe("containers.registry-mirrors", node);
+    EXPECT_EQ(run.status, 0) << node << ": " << run.out;
+  }
+}
+
+TEST(RegistryMirrorsStepTest, NamesTheRegistryWhoseFileDiffers) {
+  if (const auto why = StepHarness::CanFakeFiles(); !why.empty()) GTEST_SKIP() << why;
+  StepHarness h(MirrorInventory("{\"*\": \"http://mirror.site:5000\"}"));
+  Node(h, "dump-registry-mirrors-1.6.20.toml");
+  for (const char* r : {"docker.io", "ghcr.io", "nvcr.io", "quay.io", "registry.k8s.io"}) {
+    const std::string server = std::string(r) == "docker.io" ? "registry-1.docker.io" : r;
+    // quay.io still points at an old mirror.
+    h.File(std::string("/etc/containerd/certs.d/") + r + "/hosts.toml",
+           HostsToml(server, std::string(r) == "quay.io" ? "http://old.site:5000"
+                                                         : "http://mirror.site:5000"));
+  }
+  const auto run = h.Probe("containers.registry-mirrors", "m");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_NE(run.out.find("/etc/containerd/certs.d/quay.io/hosts.toml differs from the inventory's "
+                         "mirror for quay.io (http://mirror.site:5000)"),
+            std::string::npos)
+      << run.out;
+}
+
+TEST(RegistryMirrorsStepTest, NamesAMissingFileAndAStaleOne) {
+  if (const auto why = StepHarness::CanFakeFiles(); !why.empty()) GTEST_SKIP() << why;
+  StepHarness h(MirrorInventory("{nvcr.io: \"http://mirror.site:5000\"}"));
+  Node(h, "dump-registry-mirrors-1.6.20.toml");
+  auto run = h.Probe("containers.registry-mirrors", "m");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_NE(run.out.find("/etc/containerd/certs.d/nvcr.io/hosts.toml is missing (nvcr.io through "
+                         "http://mirror.site:5000)"),
+            std::string::npos)
+      << run.out;
+
+  // A file gpuctl wrote for a registry the inventory dropped must go; an
+  // admin's own file for it is not gpuctl's business.
+  h.File("/etc/containerd/certs.d/nvcr.io/hosts.toml",
+         HostsToml("nvcr.io", "http://mirror.site:5000"));
+  h.File("/etc/containerd/certs.d/ghcr.io/hosts.toml",
+         HostsToml("ghcr.io", "http://mirror.site:5000"));
+  h.File("/etc/containerd/certs.d/quay.io/hosts.toml",
+         "server = \"https://quay.io\"\n[host.\"https://admins.own\"]\n");
+  run = h.Probe("containers.registry-mirrors", "m");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_NE(run.out.find("gpuctl's /etc/containerd/certs.d/ghcr.io/hosts.toml remains, but the "
+                         "inventory no longer mirrors ghcr.io"),
+            std::string::npos)
+      << run.out;
+}
+
+TEST(RegistryMirrorsStepTest, NamesAConfigPathThatIsNotCertsD) {
+  if (const auto why = StepHarness::CanFakeFiles(); !why.empty()) GTEST_SKIP() << why;
+  StepHarness h(MirrorInventory("{registry.k8s.io: \"http://mirror.site:5000\"}"));
+  // containerd 1.6's own default: config_path = "".
+  Node(h, "dump-gpuctl-1.6.20.toml");
+  h.File("/etc/containerd/certs.d/registry.k8s.io/hosts.toml",
+         HostsToml("registry.k8s.io", "http://mirror.site:5000"));
+  auto run = h.Probe("containers.registry-mirrors", "r");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_NE(run.out.find("containerd's CRI registry config_path is '' (want "
+                         "/etc/containerd/certs.d)"),
+            std::string::npos)
+      << run.out;
+
+  // Written, but containerd has not been restarted since.
+  Node(h, "dump-registry-mirrors-1.6.20.toml", "1.17.8-1", 1700000001);
+  run = h.Probe("containers.registry-mirrors", "r");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_NE(run.out.find("changed after containerd started (restart pending)"), std::string::npos)
+      << run.out;
+}
+
 }  // namespace
 }  // namespace gpuctl

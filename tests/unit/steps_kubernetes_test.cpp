@@ -276,5 +276,29 @@ TEST(HelmStep, ProbeWantsHelm316AndNvidiasRepository) {
   EXPECT_TRUE(Has(run.out, "helm repository 'nvidia' is 'missing'")) << run.out;
 }
 
+TEST(HelmStep, ProbeWantsTheMirrorsChartRepositoryAndNoneForAnArchive) {
+  // NVIDIA's repository is there (repo-list.txt), but the inventory names a mirror.
+  StepHarness h(Inventory() + "mirrors: {gpu_operator_chart: http://mirror.site/charts}\n");
+  h.Stub("helm", "case \"$1\" in\n  version) cat '" +
+                     StepHarness::Fixture("helm/version-short.txt") + "' ;;\n  repo) cat '" +
+                     StepHarness::Fixture("helm/repo-list.txt") + "' ;;\nesac");
+  auto run = h.Probe("k8s.helm", "master1");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_TRUE(Has(run.out,
+                  "helm repository 'nvidia' is 'https://helm.ngc.nvidia.com/nvidia' "
+                  "(want http://mirror.site/charts)"))
+      << run.out;
+
+  // A chart archive needs helm only.
+  StepHarness archive(Inventory() +
+                      "mirrors: {gpu_operator_chart: /srv/charts/gpu-operator-v24.3.0.tgz}\n");
+  archive.Stub("helm", "case \"$1\" in\n  version) cat '" +
+                           StepHarness::Fixture("helm/version-short.txt") +
+                           "' ;;\n  repo) echo 'Error: no repositories to show' >&2; exit 1 ;;\n"
+                           "esac");
+  run = archive.Probe("k8s.helm", "master1");
+  EXPECT_EQ(run.status, 0) << run.out;
+}
+
 }  // namespace
 }  // namespace gpuctl
