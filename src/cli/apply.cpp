@@ -17,6 +17,7 @@
 #include "gpuctl/executor.h"
 #include "gpuctl/journal.h"
 #include "gpuctl/phase.h"
+#include "gpuctl/script_trace.h"
 #include "gpuctl/ssh_transport.h"
 
 namespace gpuctl::cli {
@@ -129,9 +130,10 @@ int RunApply(const ApplyCliOptions& options, const GlobalOptions& global) {
   }
 
   Plan plan = Plan::Build(inputs->inventory, inputs->catalog);
-  auto transport = MakeSshTransport();
+  auto transport = TraceScriptsFromEnv(MakeSshTransport());
   RunContext context(inputs->inventory, inputs->catalog, plan, *transport, reporter,
                      {options.connect.concurrency, options.connect.trust_new_host_keys});
+  TraceRedactor(*transport, context.redactor);
   ApplyOptions apply;
   apply.fail_fast = options.fail_fast;
   apply.max_fail_percent = options.max_fail_percent;

@@ -10,6 +10,7 @@
 
 #include "gpuctl/digest.h"
 #include "gpuctl/parallel.h"
+#include "gpuctl/script_trace.h"
 #include "gpuctl/ssh_transport.h"
 
 namespace gpuctl::cli {
@@ -68,10 +69,11 @@ std::map<std::string, std::string> RunReadOnly(const Inputs& inputs, Plan& plan,
                                                std::unique_ptr<Phase> phase,
                                                const ConnectOptions& connect,
                                                const GlobalOptions& global) {
-  auto transport = MakeSshTransport();
+  auto transport = TraceScriptsFromEnv(MakeSshTransport());
   LineReporter reporter(std::cerr, global.verbosity);
   RunContext context(inputs.inventory, inputs.catalog, plan, *transport, reporter,
                      {connect.concurrency, connect.trust_new_host_keys});
+  TraceRedactor(*transport, context.redactor);
   Pipeline pipeline;
   pipeline.Add(MakeConnectPhase()).Add(std::move(phase));
   pipeline.Run(context);
