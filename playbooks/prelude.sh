@@ -329,14 +329,12 @@ slurm_pkg_install() {
   esac
 }
 
-# registry_hosts_toml REGISTRY MIRROR: containerd's hosts.toml for pulling
-# REGISTRY's images through MIRROR (docs/containers.md#registry-mirrors). The
-# first line marks the file as gpuctl's. docker.io's API is registry-1.docker.io.
+# registry_hosts_toml MIRROR SERVER: containerd's hosts.toml pulling through
+# MIRROR, falling back to SERVER (docs/containers.md#registry-mirrors). The
+# first line marks the file as gpuctl's.
 registry_hosts_toml() {
-  _up=$1
-  [ "$_up" = docker.io ] && _up=registry-1.docker.io
   printf '# gpuctl: containers.registry-mirrors (inventory mirrors.registries)\n'
-  printf 'server = "https://%s"\n\n[host."%s"]\n  capabilities = ["pull", "resolve"]\n' "$_up" "$2"
+  printf 'server = "%s"\n\n[host."%s"]\n  capabilities = ["pull", "resolve"]\n' "$2" "$1"
 }
 
 # containerd_registry_config_path: the CRI plugin's registry config_path in

@@ -154,12 +154,19 @@ constexpr const char* kFlannelManifest =
     "https://github.com/flannel-io/flannel/releases/download/v0.26.1/kube-flannel.yml";
 constexpr const char* kNgcCharts = "https://helm.ngc.nvidia.com/nvidia";
 
-// "registry mirror" per mirrored registry, one a line (sorted by registry):
-// what containers.registry-mirrors writes as hosts.toml files.
+// "registry mirror server" per mirrored registry, one a line (sorted by
+// registry): what containers.registry-mirrors writes as hosts.toml files.
+// containerd tries the mirror first and falls back to `server`: the registry
+// itself (docker.io's API is registry-1.docker.io), except on an air-gapped
+// site, where the fallback is the mirror again, so no node ever tries the
+// internet and no script names it.
 std::string RegistryMirrors(const Inventory& inv) {
   std::vector<std::string> lines;
   for (const auto& [registry, mirror] : inv.mirrors.registries) {
-    lines.push_back(fmt::format("{} {}", registry, mirror));
+    const std::string upstream =
+        "https://" + (registry == "docker.io" ? std::string("registry-1.docker.io") : registry);
+    lines.push_back(
+        fmt::format("{} {} {}", registry, mirror, inv.policy.air_gapped ? mirror : upstream));
   }
   return yaml::Join(lines, "\n");
 }

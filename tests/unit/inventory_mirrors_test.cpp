@@ -37,9 +37,11 @@ TEST(InventoryMirrors, ReadsUrlsPathsAndRegistriesWithStarForTheRest) {
   const auto values = ParameterValues(*p.inventory, p.inventory->nodes[0]);
   EXPECT_EQ(values.at("cni_manifest"), "/srv/mirror/kube-flannel.yml");
   EXPECT_EQ(values.at("registry_mirrors"),
-            "docker.io http://mirror.site:5000\nghcr.io http://mirror.site:5000\n"
-            "nvcr.io https://10.0.0.5/nvcr\nquay.io http://mirror.site:5000\n"
-            "registry.k8s.io http://mirror.site:5000");
+            "docker.io http://mirror.site:5000 https://registry-1.docker.io\n"
+            "ghcr.io http://mirror.site:5000 https://ghcr.io\n"
+            "nvcr.io https://10.0.0.5/nvcr https://nvcr.io\n"
+            "quay.io http://mirror.site:5000 https://quay.io\n"
+            "registry.k8s.io http://mirror.site:5000 https://registry.k8s.io");
 }
 
 TEST(InventoryMirrors, WithoutMirrorsTheUpstreamSourcesAreParameters) {

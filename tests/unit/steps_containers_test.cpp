@@ -220,7 +220,7 @@ std::string MirrorInventory(const std::string& registries) {
 
 std::string HostsToml(const std::string& server, const std::string& mirror) {
   return "# gpuctl: containers.registry-mirrors (inventory mirrors.registries)\n"
-         "server = \"https://" +
+         "server = \"" +
          server + "\"\n\n[host.\"" + mirror + "\"]\n  capabilities = [\"pull\", \"resolve\"]\n";
 }
 
@@ -231,10 +231,10 @@ TEST(RegistryMirrorsStepTest, WrittenFilesAndConfigPathAreDone) {
                       "\"https://mirror.site/dockerhub\"}"));
   Node(h, "dump-registry-mirrors-1.6.20.toml");
   h.File("/etc/containerd/certs.d/nvcr.io/hosts.toml",
-         HostsToml("nvcr.io", "http://mirror.site:5000"));
+         HostsToml("https://nvcr.io", "http://mirror.site:5000"));
   // docker.io's registry API lives at registry-1.docker.io.
   h.File("/etc/containerd/certs.d/docker.io/hosts.toml",
-         HostsToml("registry-1.docker.io", "https://mirror.site/dockerhub"));
+         HostsToml("https://registry-1.docker.io", "https://mirror.site/dockerhub"));
   for (const char* node : {"m", "r"}) {
     const auto run = h.Probe("containers.registry-mirrors", node);
     EXPECT_EQ(run.status, 0) << node << ": " << run.out;
@@ -246,7 +246,8 @@ TEST(RegistryMirrorsStepTest, NamesTheRegistryWhoseFileDiffers) {
   StepHarness h(MirrorInventory("{\"*\": \"http://mirror.site:5000\"}"));
   Node(h, "dump-registry-mirrors-1.6.20.toml");
   for (const char* r : {"docker.io", "ghcr.io", "nvcr.io", "quay.io", "registry.k8s.io"}) {
-    const std::string server = std::string(r) == "docker.io" ? "registry-1.docker.io" : r;
+    const std::string server =
+        std::string("https://") + (std::string(r) == "docker.io" ? "registry-1.docker.io" : r);
     // quay.io still points at an old mirror.
     h.File(std::string("/etc/containerd/certs.d/") + r + "/hosts.toml",
            HostsToml(server, std::string(r) == "quay.io" ? "http://old.site:5000"
@@ -274,9 +275,9 @@ TEST(RegistryMirrorsStepTest, NamesAMissingFileAndAStaleOne) {
   // A file gpuctl wrote for a registry the inventory dropped must go; an
   // admin's own file for it is not gpuctl's business.
   h.File("/etc/containerd/certs.d/nvcr.io/hosts.toml",
-         HostsToml("nvcr.io", "http://mirror.site:5000"));
+         HostsToml("https://nvcr.io", "http://mirror.site:5000"));
   h.File("/etc/containerd/certs.d/ghcr.io/hosts.toml",
-         HostsToml("ghcr.io", "http://mirror.site:5000"));
+         HostsToml("https://ghcr.io", "http://mirror.site:5000"));
   h.File("/etc/containerd/certs.d/quay.io/hosts.toml",
          "server = \"https://quay.io\"\n[host.\"https://admins.own\"]\n");
   run = h.Probe("containers.registry-mirrors", "m");
@@ -293,7 +294,7 @@ TEST(RegistryMirrorsStepTest, NamesAConfigPathThatIsNotCertsD) {
   // containerd 1.6's own default: config_path = "".
   Node(h, "dump-gpuctl-1.6.20.toml");
   h.File("/etc/containerd/certs.d/registry.k8s.io/hosts.toml",
-         HostsToml("registry.k8s.io", "http://mirror.site:5000"));
+         HostsToml("https://registry.k8s.io", "http://mirror.site:5000"));
   auto run = h.Probe("containers.registry-mirrors", "r");
   EXPECT_EQ(run.status, 1);
   EXPECT_NE(run.out.find("containerd's CRI registry config_path is '' (want "
@@ -307,6 +308,25 @@ TEST(RegistryMirrorsStepTest, NamesAConfigPathThatIsNotCertsD) {
   EXPECT_EQ(run.status, 1);
   EXPECT_NE(run.out.find("changed after containerd started (restart pending)"), std::string::npos)
       << run.out;
+}
+
+TEST(RegistryMirrorsStepTest, AirGappedFallsBackToTheMirrorNotTheInternet) {
+  if (const auto why = StepHarness::CanFakeFiles(); !why.empty()) GTEST_SKIP() << why;
+  StepHarness h(
+      "cluster: t\npolicy: {air_gapped: true}\norchestrator: none\n"
+      "mirrors: {registries: {nvcr.io: \"http://mirror.site:5000\"}}\nnodes:\n"
+      "  - {name: m, address: 198.18.0.9, os: ubuntu-22.04, roles: [master]}\n");
+  Node(h, "dump-registry-mirrors-1.6.20.toml");
+  // The upstream fallback a connected site gets is wrong here.
+  h.File("/etc/containerd/certs.d/nvcr.io/hosts.toml",
+         HostsToml("https://nvcr.io", "http://mirror.site:5000"));
+  auto run = h.Probe("containers.registry-mirrors", "m");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_NE(run.out.find("nvcr.io/hosts.toml differs"), std::string::npos) << run.out;
+  h.File("/etc/containerd/certs.d/nvcr.io/hosts.toml",
+         HostsToml("http://mirror.site:5000", "http://mirror.site:5000"));
+  run = h.Probe("containers.registry-mirrors", "m");
+  EXPECT_EQ(run.status, 0) << run.out;
 }
 
 }  // namespace
