@@ -1,19 +1,28 @@
 #!/usr/bin/env python3
 """helm stand-in for the gpuctl lab.
 
-Repositories are recorded locally (helm's repositories.yaml); nothing is
-downloaded. Releases live in the stand-in API server, like real helm keeps
+Repositories are recorded locally (helm's repositories.yaml). NVIDIA's NGC
+repository is answered from CATALOG (the lab has no internet); any other
+repository is fetched like real helm does: `repo add` downloads its
+index.yaml into the cache, `install` downloads the chart archive the index
+names and reads its Chart.yaml. A chart archive given as a path or an http(s)
+URL is read the same way. Releases live in the stand-in API server, like real helm keeps
 them as Secrets in the cluster, so every node and kubectl see the same ones.
 Installing nvidia/gpu-operator makes the server run the operator's pods and,
 with driver.enabled=false and a working nvidia-smi on a node, advertise
 nvidia.com/gpu there.
 """
+import io
 import json
 import os
 import re
 import signal
 import sys
+import tarfile
 import time
+import urllib.error
+import urllib.parse
+import urllib.request
 
 import kubelib as kl
 import miniyaml
@@ -77,12 +86,44 @@ def catalog_for(url):
     return CATALOG.get(key)
 
 
+def fetch(url):
+    """The body at url, or (None, reason) the way Go's HTTP client words it."""
+    try:
+        with urllib.request.urlopen(url, timeout=30) as r:
+            return r.read(), None
+    except urllib.error.HTTPError as e:
+        return None, "failed to fetch %s : %d %s" % (url, e.code, e.reason)
+    except (urllib.error.URLError, OSError) as e:
+        host = urllib.parse.urlparse(url).netloc
+        return None, "Get \"%s\": dial tcp %s: %s" % (url, host, getattr(e, "reason", e))
+
+
+def index_path(opts, name):
+    return os.path.join(repo_cache(opts), name + "-index.yaml")
+
+
 def write_index(opts, name, url):
+    if catalog_for(url) is None:
+        # Real helm: download <url>/index.yaml into the cache, or refuse.
+        body, why = fetch(url.rstrip("/") + "/index.yaml")
+        if body is None:
+            err("looks like \"%s\" is not a valid chart repository or cannot be reached: %s"
+                % (url, why))
+        try:
+            doc = miniyaml.load(body.decode()) or {}
+        except ValueError as e:
+            doc = {"error": str(e)}
+        if not isinstance(doc, dict) or not isinstance(doc.get("entries"), dict):
+            err("looks like \"%s\" is not a valid chart repository or cannot be reached: "
+                "error unmarshaling JSON: while decoding JSON: json: cannot unmarshal string "
+                "into Go value of type repo.IndexFile" % url)
+        kl.write_file(index_path(opts, name), body.decode())
+        return
     charts = catalog_for(url) or {}
     entries = {c: [{"name": c, "version": v, "appVersion": v, "urls": [
         "%s/charts/%s-%s.tgz" % (url.rstrip("/"), c, v)]} for v in vs]
         for c, vs in charts.items()}
-    kl.write_file(os.path.join(repo_cache(opts), name + "-index.yaml"), miniyaml.dump({
+    kl.write_file(index_path(opts, name), miniyaml.dump({
         "apiVersion": "v1", "entries": entries, "generated": kl.rfc3339(time.time())}))
 
 
@@ -106,8 +147,9 @@ def cmd_repo(args, opts):
             "caFile": "", "certFile": "", "insecure_skip_tls_verify": False, "keyFile": "",
             "name": name, "pass_credentials_all": False, "password": "", "url": url,
             "username": ""}]
-        save_repos(opts, repos)
+        # The index first: a repository that cannot be reached is not added.
         write_index(opts, name, url)
+        save_repos(opts, repos)
         print("\"%s\" has been added to your repositories" % name)
         return 0
     if sub in ("update", "up"):
@@ -204,6 +246,48 @@ def user_values(opts):
     return values
 
 
+def chart_meta(data, where, action):
+    """(name, version, appVersion) from a chart archive's <chart>/Chart.yaml."""
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+            member = next((m for m in tar.getmembers()
+                           if m.isfile() and m.name.count("/") == 1 and
+                           m.name.endswith("/Chart.yaml")), None)
+            if member is None:
+                err("%s: Chart.yaml file is missing" % action)
+            c = miniyaml.load(tar.extractfile(member).read().decode()) or {}
+    except (tarfile.TarError, OSError, EOFError):
+        err("%s: file '%s' does not appear to be a gzipped archive; got 'application/octet-"
+            "stream'" % (action, where))
+    if not c.get("name"):
+        err("%s: validation: chart.metadata.name is required" % action)
+    return str(c["name"]), str(c.get("version", "")), str(c.get("appVersion", ""))
+
+
+def from_index(opts, repo, chart, want, action):
+    """(name, version, appVersion) of the chart the cached index offers."""
+    try:
+        with open(index_path(opts, repo["name"]), encoding="utf-8") as f:
+            doc = miniyaml.load(f.read()) or {}
+    except OSError:
+        err("%s: no cached repo found. (try 'helm repo update'): open %s: no such file or "
+            "directory" % (action, index_path(opts, repo["name"])))
+    versions = (doc.get("entries") or {}).get(chart) or []
+    if not versions:
+        err("%s: chart \"%s\" matching %s not found in %s index. (try 'helm repo update'): no "
+            "chart name found" % (action, chart, want, repo["name"]))
+    match = [v for v in versions if not want or str(v.get("version")).lstrip("v") ==
+             want.lstrip("v")]
+    if not match:
+        err("%s: chart \"%s\" matching %s not found in %s index. (try 'helm repo update'): "
+            "no chart version found for %s-%s" % (action, chart, want, repo["name"], chart, want))
+    url = urllib.parse.urljoin(repo["url"].rstrip("/") + "/", (match[0].get("urls") or [""])[0])
+    data, why = fetch(url)
+    if data is None:
+        err("%s: %s" % (action, why))
+    return chart_meta(data, url, action)
+
+
 def resolve_chart(ref, opts, action):
     """(chart ref, name, version, appVersion) or exits with helm's error."""
     if os.path.isdir(ref):
@@ -214,10 +298,17 @@ def resolve_chart(ref, opts, action):
             err("%s: Chart.yaml file is missing" % action)
         return ref, c.get("name", os.path.basename(ref)), str(c.get("version", "0.1.0")), \
             str(c.get("appVersion", ""))
+    if ref.startswith("/") and not os.path.exists(ref):
+        err("%s: path \"%s\" not found" % (action, ref))
     if ref.endswith(".tgz") and os.path.exists(ref):
-        m = re.match(r"^(.*?)-(v?\d+\.\d+\.\d+.*)\.tgz$", os.path.basename(ref))
-        return (ref, m.group(1), m.group(2), m.group(2)) if m else \
-            (ref, os.path.basename(ref)[:-4], "0.1.0", "")
+        with open(ref, "rb") as f:
+            return (ref,) + chart_meta(f.read(), ref, action)
+    if re.match(r"^https?://", ref):
+        # An archive by URL: helm downloads it and reads its Chart.yaml.
+        data, why = fetch(ref)
+        if data is None:
+            err("%s: %s" % (action, why))
+        return (ref,) + chart_meta(data, ref, action)
     if ref.startswith("oci://"):
         host = ref[6:].split("/")[0]
         err("%s: failed to do request: Head \"https://%s/v2/\": dial tcp: lookup %s: no such "
@@ -232,8 +323,7 @@ def resolve_chart(ref, opts, action):
     cat = catalog_for(r["url"])
     want = opts.get("version", "")
     if cat is None:
-        v = want or "0.1.0"
-        return ref, chart, v, v
+        return (ref,) + from_index(opts, r, chart, want, action)
     if chart not in cat:
         err("%s: chart \"%s\" matching %s not found in %s index. (try 'helm repo update'): no "
             "chart name found" % (action, chart, want, repo))

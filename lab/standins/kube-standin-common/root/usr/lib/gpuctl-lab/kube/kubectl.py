@@ -551,14 +551,20 @@ def read_sources(files, recursive=False):
         if f == "-":
             out.append(("STDIN", sys.stdin.read()))
         elif re.match(r"^https?://", f):
-            if "flannel" in f:
+            # flannel's release on GitHub: the lab has no internet, so its
+            # copy; any other URL (a site's mirror) is fetched for real.
+            if re.match(r"^https://github\.com/flannel-io/flannel/releases/", f):
                 with open(FLANNEL_MANIFEST, encoding="utf-8") as fh:
                     out.append((f, fh.read()))
                 continue
+            import urllib.error  # noqa: PLC0415 - only for URLs
             import urllib.request  # noqa: PLC0415 - only for URLs
             try:
                 with urllib.request.urlopen(f, timeout=10) as r:
                     out.append((f, r.read().decode()))
+            except urllib.error.HTTPError as e:
+                err("error: unable to read URL \"%s\", server reported %d %s, status code=%d"
+                    % (f, e.code, e.reason, e.code))
             except OSError as e:
                 host = re.sub(r"^https?://([^/]+).*$", r"\1", f)
                 reason = getattr(e, "reason", e)
