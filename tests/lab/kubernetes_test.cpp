@@ -4,6 +4,13 @@
 // Operator advertising each worker's 8 GPUs; `check` agrees and a second
 // apply sends nothing. No bootstrap token may appear in what gpuctl prints,
 // its run journal, or any file it writes.
+//
+// The inventory is air-gapped (policy.air_gapped, mirrors:): every script
+// gpuctl sends is traced (GPUCTL_TRACE_SCRIPTS) and none may name a URL whose
+// host is not in the inventory (its mirrors, its repositories, its nodes).
+#include <fstream>
+#include <regex>
+#include <set>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -27,14 +34,124 @@ class KubernetesLabTest : public test::LabCase {
  protected:
   std::string Prefix() const override { return "k"; }
   std::string Only() const override { return "k8s"; }
+  void SetUp() override {
+    LabCase::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    AirGap();
+  }
   std::string Master(const std::string& command) const {
     return Trim(lab_->Ssh("master1", command).out);
   }
+  // gpuctl on the air-gapped inventory, every script it sends traced.
+  Result Gpuctl(const std::string& args) const {
+    return Shell("NO_COLOR=1 GPUCTL_TRACE_SCRIPTS=" + Quote(trace_.string()) + " " + GPUCTL_BINARY +
+                 " " + args + " " + Quote(inventory_.string()) + " 2>&1 </dev/null");
+  }
+
+  // The lab's inventory as an air-gapped site writes it. When the lab's own
+  // has no mirrors, the manifest and a chart archive are put on the master
+  // (the path form of mirrors:) and every registry gets a mirror (the lab
+  // pulls no images; containerd only gets hosts.toml files).
+  void AirGap() {
+    trace_ = runs_ / "trace";
+    inventory_ = runs_ / "air-gapped.yaml";
+    std::string text = test::ReadFile(lab_->Env("LAB_INVENTORY"));
+    if (text.find("\nmirrors:") == std::string::npos) {
+      const fs::path built = runs_ / "mirror-build";
+      const Result build =
+          Shell(Quote(std::string(GPUCTL_SOURCE_DIR) + "/lab/mirror/build-mirror.sh") + " " +
+                Quote(built.string()) + " 2>&1");
+      ASSERT_EQ(build.status, 0) << build.out;
+      for (const char* file : {"kube-flannel.yml", "charts/gpu-operator-v24.3.0.tgz"}) {
+        const Result copy =
+            Shell("ssh -i " + Quote(lab_->Env("LAB_KEY")) +
+                  " -o UserKnownHostsFile=" + Quote(lab_->Env("LAB_KNOWN_HOSTS")) +
+                  " -o StrictHostKeyChecking=yes -o BatchMode=yes -o LogLevel=ERROR root@" +
+                  lab_->Node("master1").address + " " +
+                  Quote("mkdir -p /srv/gpuctl-mirror && cat >/srv/gpuctl-mirror/" +
+                        fs::path(file).filename().string()) +
+                  " <" + Quote((built / "mirror" / file).string()) + " 2>&1");
+        ASSERT_EQ(copy.status, 0) << copy.out;
+      }
+      text +=
+          "mirrors:\n"
+          "  cni_manifest: /srv/gpuctl-mirror/kube-flannel.yml\n"
+          "  gpu_operator_chart: /srv/gpuctl-mirror/gpu-operator-v24.3.0.tgz\n"
+          "  registries:\n"
+          "    \"*\": http://registry.lab.invalid:5000\n";
+      if (text.find("\npolicy:\n") != std::string::npos) {
+        text.replace(text.find("\npolicy:\n"), 9, "\npolicy:\n  air_gapped: true\n");
+      } else {
+        text += "policy:\n  air_gapped: true\n";
+      }
+    }
+    std::ofstream(inventory_) << text;
+    const Result validate = Gpuctl("validate");
+    ASSERT_EQ(validate.status, 0) << "the lab's inventory is not air-gapped:\n" << validate.out;
+  }
+
+  // "file: url" for each URL in a traced script whose host the inventory
+  // does not name (a mirror, a repository, a node) and is not this machine.
+  std::vector<std::string> UrlsOutsideTheInventory() const {
+    static const std::regex kUrl(R"re(\b(https?|ftp|oci|git)://([^/\s"'`<>(){}\\|;]*))re");
+    const auto host_of = [](std::string authority) {
+      if (const auto at = authority.rfind('@'); at != std::string::npos) {
+        authority = authority.substr(at + 1);
+      }
+      if (!authority.empty() && authority.front() == '[') {
+        return authority.substr(0, authority.find(']') + 1);
+      }
+      return authority.substr(0, authority.find(':'));
+    };
+    std::set<std::string> allowed = {"localhost", "127.0.0.1", "[::1]"};
+    const std::string inventory = test::ReadFile(inventory_);
+    for (std::sregex_iterator it(inventory.begin(), inventory.end(), kUrl), end; it != end; ++it) {
+      allowed.insert(host_of((*it)[2]));
+    }
+    for (const char* node : {"master1", "worker1", "worker2"}) {
+      allowed.insert(lab_->Node(node).address);
+    }
+    std::vector<std::string> outside;
+    for (const auto& entry : fs::directory_iterator(trace_)) {
+      const std::string script = test::ReadFile(entry.path());
+      for (std::sregex_iterator it(script.begin(), script.end(), kUrl), end; it != end; ++it) {
+        const std::string host = host_of((*it)[2]);
+        // A variable ("https://$GPUCTL_MASTER_ADDRESS:6443") is checked
+        // where its value is: the exports at the top of the same trace.
+        if (host.empty() || host.find('$') != std::string::npos) continue;
+        if (allowed.count(host) == 0) {
+          outside.push_back(entry.path().filename().string() + ": " + it->str());
+        }
+      }
+    }
+    return outside;
+  }
+
+  fs::path trace_;
+  fs::path inventory_;
 };
 
 TEST_F(KubernetesLabTest, InitCniJoinReadyOperatorOnAptAndDnfWorkersThenNothingToDo) {
   const Result apply = Gpuctl("apply --yes --run-dir " + RunDir("first"));
   ASSERT_EQ(apply.status, 0) << apply.out;
+
+  // Air-gapped: every node's containerd pulls through the mirrors, and no
+  // script named a host outside the inventory.
+  for (const char* node : {"master1", "worker1", "worker2"}) {
+    EXPECT_EQ(lab_->Ssh(node, "ls /etc/containerd/certs.d | sort | tr '\\n' ' '").out,
+              "docker.io ghcr.io nvcr.io quay.io registry.k8s.io ")
+        << node;
+    EXPECT_NE(lab_->Ssh(node, "containerd config dump")
+                  .out.find("config_path = \"/etc/containerd/certs.d\""),
+              std::string::npos)
+        << node;
+  }
+  size_t traced = 0;
+  for ([[maybe_unused]] const auto& f : fs::directory_iterator(trace_)) ++traced;
+  EXPECT_GT(traced, 20U) << "the trace is missing scripts";
+  for (const std::string& url : UrlsOutsideTheInventory()) {
+    ADD_FAILURE() << "a script names a host outside the inventory's mirrors: " << url;
+  }
 
   // Every node Ready, the workers joined from both package families.
   const std::string ready = Master(
@@ -85,7 +202,7 @@ TEST_F(KubernetesLabTest, InitCniJoinReadyOperatorOnAptAndDnfWorkersThenNothingT
     const std::string secret = token.substr(token.find('.') + 1);
     EXPECT_EQ(apply.out.find(secret), std::string::npos) << "a token secret in gpuctl's output";
     EXPECT_NE(Shell("grep -rqF " + Quote(secret) + " " + Quote(runs_.string())).status, 0)
-        << "a token secret in the run directory";
+        << "a token secret in the run directory or the script trace";
     for (const char* node : {"master1", "worker1", "worker2"}) {
       EXPECT_NE(
           lab_->Ssh(node, "grep -rqsF " + Quote(secret) + " /var/log/gpuctl /root/.kube").status, 0)
@@ -116,6 +233,10 @@ TEST_F(KubernetesLabTest, InitCniJoinReadyOperatorOnAptAndDnfWorkersThenNothingT
                "kubectl get node worker2 -o jsonpath="
                "'{.status.conditions[?(@.type==\"Ready\")].status}'") == "True";
   }));
+  // plan, check and the rejoin sent scripts of their own.
+  for (const std::string& url : UrlsOutsideTheInventory()) {
+    ADD_FAILURE() << "a script names a host outside the inventory's mirrors: " << url;
+  }
 }
 
 }  // namespace
