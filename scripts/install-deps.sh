@@ -14,9 +14,11 @@ build_pkgs=(
 )
 # dpkg-dev, rpm (rpmbuild), createrepo-c and gcc build the lab's package
 # repository (lab/build-repo.sh; gcc makes the stand-ins' stub libraries).
+# sudo and openssl: the nodes' login users (up --sudo-users) become root with
+# the host's real sudo; openssl hashes their password.
 lab_pkgs=(
   iproute2 util-linux procps psmisc systemd dbus openssh-server openssh-client
-  dpkg-dev rpm createrepo-c dnf python3 gcc
+  dpkg-dev rpm createrepo-c dnf python3 gcc sudo openssl
 )
 bench_pkgs=(ansible pdsh hyperfine)
 

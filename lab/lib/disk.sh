@@ -368,4 +368,5 @@ disk_prepare() {
   fi
   printf '%s\n' "$N_NAME" >"$u/etc/hostname"
   profile_env >"$u/etc/gpuctl-lab/profile.env"
+  users_prepare "$u" # login user with sudo, or none (users.sh)
 }

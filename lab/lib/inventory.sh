@@ -73,6 +73,7 @@ EOF
     while IFS=$'\t' read -r name addr os roles model count _mem ib _faults; do
       printf '  - name: %s\n    address: %s\n    os: %s\n    roles: [%s]\n' \
         "$name" "$addr" "$os" "${roles//,/, }"
+      users_inventory_ssh "$name" # login user and sudo (users.sh)
       [ "$model" = "-" ] && [ "$ib" = "-" ] && continue
       printf '    hardware:\n'
       [ "$model" != "-" ] && printf '      gpus:\n        model: %s\n        count: %s\n' \

@@ -219,6 +219,7 @@ host_limits() {
 
 cmd_up() {
   local profile=seed nodes="" rocky=0 timeout="" parallel=${GPUCTL_LAB_PARALLEL:-6} faults=()
+  local sudo_users=0
   while (($#)); do
     case $1 in
       --profile) profile=$2; shift ;;
@@ -227,6 +228,7 @@ cmd_up() {
       --fault) faults+=("$2"); shift ;;
       --timeout) timeout=$2; shift ;;
       --parallel) parallel=$2; shift ;;
+      --sudo-users) sudo_users=1 ;;
       *) die "up: unknown option $1 (see gpuctl-lab help)" ;;
     esac
     shift
@@ -256,6 +258,7 @@ cmd_up() {
   # The lab's NFS store: what the NFS server's exports hold (docs/lab.md, NFS).
   mkdir -p "$LAB_STATE/nfs"
   echo "$table" >"$LAB_TABLE"
+  users_plan "$sudo_users" # STATE/users.tsv: who logs in where (users.sh)
   echo "$profile" >"$LAB_STATE/profile"
   [ -n "$nodes" ] && echo "nodes $nodes" >"$LAB_STATE/profile"
   repo_ensure
