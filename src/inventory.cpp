@@ -51,11 +51,12 @@ namespace {
 // The releases whose package names and repositories the playbooks know.
 const std::vector<OsRelease>& KnownReleases() {
   static const std::vector<OsRelease> kReleases = {
-      {"ubuntu", "20.04", OsFamily::kDebian}, {"ubuntu", "22.04", OsFamily::kDebian},
-      {"ubuntu", "24.04", OsFamily::kDebian}, {"debian", "12", OsFamily::kDebian},
-      {"rocky", "8", OsFamily::kRhel},        {"rocky", "9", OsFamily::kRhel},
-      {"rhel", "8", OsFamily::kRhel},         {"rhel", "9", OsFamily::kRhel},
-      {"almalinux", "9", OsFamily::kRhel},
+      {"ubuntu", "20.04", OsFamily::kDebian},  {"ubuntu", "22.04", OsFamily::kDebian},
+      {"ubuntu", "24.04", OsFamily::kDebian},  {"debian", "12", OsFamily::kDebian},
+      {"rocky", "8", OsFamily::kRhel},         {"rocky", "9", OsFamily::kRhel},
+      {"rhel", "8", OsFamily::kRhel},          {"rhel", "9", OsFamily::kRhel},
+      {"almalinux", "8", OsFamily::kRhel},     {"almalinux", "9", OsFamily::kRhel},
+      {"centos-stream", "8", OsFamily::kRhel}, {"centos-stream", "9", OsFamily::kRhel},
   };
   return kReleases;
 }
@@ -80,6 +81,22 @@ const std::vector<std::string>& KnownOsNames() {
     return names;
   }();
   return kNames;
+}
+
+std::optional<std::string> EndOfLifeAdvice(const std::string& name) {
+  // CentOS Linux ended with 8 (2021-12-31) and 7 (2024-06-30): no updates,
+  // and NVIDIA's and Kubernetes' repositories no longer build for them.
+  if (name == "centos-8") {
+    return std::string(
+        "centos-8 is end of life (CentOS Linux 8 ended on 2021-12-31); its successors are "
+        "rocky-8 or almalinux-8 (the same release, still maintained), or centos-stream-9");
+  }
+  if (name == "centos-7") {
+    return std::string(
+        "centos-7 is end of life (CentOS Linux 7 ended on 2024-06-30); move the node to "
+        "rocky-9 or almalinux-9 (or rocky-8/almalinux-8), or centos-stream-9");
+  }
+  return std::nullopt;
 }
 
 const Node* Inventory::Find(const std::string& name) const {

@@ -347,7 +347,8 @@ void Reader::NodeItem(const YAML::Node& item) {
   if (!m.ok()) {
     return;
   }
-  m.Require({"name", "address", "os", "roles"});
+  // `os` may be left out: the node's own os-release decides (os: auto).
+  m.Require({"name", "address", "roles"});
   Node node;
   node.where = m.where();
   node.ssh = inv_.ssh;
@@ -364,10 +365,16 @@ void Reader::NodeItem(const YAML::Node& item) {
   Address(m, "address", node.address, at.address);
   Address(m, "ib_address", node.ib_address, at.ib_address);
   if (auto os = m.String("os")) {
-    if (auto release = ParseOs(os->text)) {
+    if (os->text == "auto") {
+      node.os = OsRelease::Auto();
+    } else if (auto release = ParseOs(os->text)) {
       node.os = *release;
+    } else if (auto advice = EndOfLifeAdvice(os->text)) {
+      source_.Error(os->where, *advice);
     } else {
-      source_.Error(os->where, yaml::UnknownName("OS", os->text, KnownOsNames()));
+      std::vector<std::string> names = KnownOsNames();
+      names.emplace_back("auto");
+      source_.Error(os->where, yaml::UnknownName("OS", os->text, names));
     }
   }
   if (auto roles = m.StringList("roles")) {

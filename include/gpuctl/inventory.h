@@ -24,16 +24,24 @@ std::string ToString(OsFamily family);
 std::string ToString(Orchestrator orchestrator);
 std::optional<Role> ParseRole(const std::string& text);
 
-// An operating system a node may run. Known ids: ubuntu-20.04, ubuntu-22.04,
-// ubuntu-24.04, debian-12, rocky-8, rocky-9, rhel-8, rhel-9, almalinux-9.
+// An operating system a node may run. Known names: ubuntu-20.04, ubuntu-22.04,
+// ubuntu-24.04, debian-12 (apt); rocky-8, rocky-9, rhel-8, rhel-9,
+// almalinux-8, almalinux-9, centos-stream-8, centos-stream-9 (dnf). `auto`
+// stands for "whatever the node's os-release says" until connect resolves it
+// (os_release.h); a plan is only ever built for resolved nodes.
 struct OsRelease {
-  std::string id;       // "ubuntu", "rocky", ...
-  std::string version;  // "22.04", "9"
+  std::string id;       // "ubuntu", "rocky", "centos-stream", ... or "auto"
+  std::string version;  // "22.04", "9"; empty for auto
   OsFamily family = OsFamily::kDebian;
-  [[nodiscard]] std::string Name() const { return id + "-" + version; }
+  [[nodiscard]] std::string Name() const { return version.empty() ? id : id + "-" + version; }
+  [[nodiscard]] bool IsAuto() const { return id == "auto"; }
+  static OsRelease Auto() { return {"auto", "", OsFamily::kDebian}; }
 };
 std::optional<OsRelease> ParseOs(const std::string& text);
 const std::vector<std::string>& KnownOsNames();
+// For a release that is end of life (centos-7, centos-8): why gpuctl refuses
+// it and what replaces it; nullopt for any other name.
+std::optional<std::string> EndOfLifeAdvice(const std::string& name);
 
 // How to reach a node. Cluster-wide defaults, overridden field by field per node.
 struct SshSettings {
@@ -68,9 +76,9 @@ struct Hardware {
 
 struct Node {
   std::string name;
-  std::string address;     // management address (what SSH connects to)
-  std::string ib_address;  // optional compute/IB address for /etc/hosts
-  OsRelease os;
+  std::string address;               // management address (what SSH connects to)
+  std::string ib_address;            // optional compute/IB address for /etc/hosts
+  OsRelease os = OsRelease::Auto();  // resolved at connect when auto
   std::set<Role> roles;
   SshSettings ssh;  // defaults merged with this node's overrides
   Hardware hardware;

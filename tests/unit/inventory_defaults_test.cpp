@@ -183,7 +183,7 @@ TEST(InventoryHelpers, NamesRoundTrip) {
   EXPECT_FALSE(ParseRole("Worker"));
   EXPECT_EQ(ToString(OsFamily::kRhel), "rhel");
   EXPECT_EQ(ToString(Orchestrator::kNone), "none");
-  EXPECT_EQ(KnownOsNames().size(), 9U);
+  EXPECT_EQ(KnownOsNames().size(), 12U);
   for (const auto& name : KnownOsNames()) {
     auto os = ParseOs(name);
     ASSERT_TRUE(os) << name;
