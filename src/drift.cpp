@@ -43,4 +43,18 @@ std::vector<std::string> CompareWithSaved(const Plan& saved, const Plan& now) {
   return diffs;
 }
 
+std::vector<std::string> CompareNodeOs(const std::map<std::string, std::string>& saved,
+                                       const Inventory& now) {
+  std::vector<std::string> diffs;
+  for (const auto& node : now.nodes) {
+    auto it = saved.find(node.name);
+    if (it == saved.end() || node.os.IsAuto() || it->second == node.os.Name()) {
+      continue;
+    }
+    diffs.push_back(fmt::format("{}: the plan was made for {}, the node now runs {}", node.name,
+                                it->second, node.os.Name()));
+  }
+  return diffs;
+}
+
 }  // namespace gpuctl

@@ -103,6 +103,9 @@ nlohmann::json PlanToJson(const Plan& plan, const PlanHeader& header,
   nlohmann::json nodes = nlohmann::json::array();
   for (const auto& name : plan.nodes()) {
     nlohmann::json n = {{"name", name}};
+    if (auto it = header.node_os.find(name); it != header.node_os.end()) {
+      n["os"] = it->second;
+    }
     if (auto it = node_errors.find(name); it != node_errors.end()) {
       n["error"] = it->second;
     }
@@ -144,6 +147,9 @@ SavedPlan PlanFromJson(const nlohmann::json& document, const std::string& path) 
     std::vector<std::string> nodes;
     for (const auto& n : document.at("nodes")) {
       nodes.push_back(n.at("name").get<std::string>());
+      if (n.contains("os")) {  // absent in plans saved before gpuctl read os-release
+        saved.header.node_os[nodes.back()] = n.at("os").get<std::string>();
+      }
     }
     std::vector<PlanItem> items;
     for (const auto& j : document.at("items")) {

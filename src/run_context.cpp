@@ -51,4 +51,14 @@ std::vector<const Node*> RunContext::HealthyNodes() const {
   return out;
 }
 
+void RunContext::SetNodeOs(const std::string& node, const OsRelease& os) {
+  std::lock_guard lock(mutex_);
+  node_os_[node] = os;
+}
+
+std::map<std::string, OsRelease> RunContext::NodeOs() const {
+  std::lock_guard lock(mutex_);
+  return node_os_;
+}
+
 }  // namespace gpuctl

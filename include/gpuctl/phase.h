@@ -38,6 +38,16 @@ class Pipeline {
 // Opens one connection per node, in parallel; unreachable nodes are failed.
 // Its clean-up, the last of any run, closes them all.
 std::unique_ptr<Phase> MakeConnectPhase();
+// Reads every connected node's os-release (one command each). A node whose
+// OS contradicts its inventory `os`, or that runs one gpuctl does not
+// support, fails like an unreachable one, the message naming both; the OS of
+// every other node is recorded (RunContext::NodeOs) for the plan phase.
+std::unique_ptr<Phase> MakeIdentifyPhase();
+// Resolves the `os: auto` nodes of `inventory` to what identify recorded,
+// then builds the context's plan from it (Plan::Build with `scope`), failed
+// nodes' items unreachable. `inventory` must be the object the context reads:
+// plan, apply and check build the plan only once each node's OS is known.
+std::unique_ptr<Phase> MakePlanPhase(Inventory& inventory, PlanScope scope = PlanScope::kConverge);
 // Runs every item's probe, nodes in parallel, each node's items in order.
 std::unique_ptr<Phase> MakeProbePhase();
 // Takes /var/lib/gpuctl/lock on every node (apply only); a node already locked

@@ -20,6 +20,9 @@ struct PlanHeader {
   std::string inventory_digest;
   std::string catalog_digest;
   std::string created;  // ISO 8601 UTC
+  // Node -> the OS the plan was built for ("rocky-9"), as identified at
+  // connect: `apply plan.json` refuses a node that runs another one now.
+  std::map<std::string, std::string> node_os;
 };
 
 struct TextOptions {

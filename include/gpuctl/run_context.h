@@ -59,10 +59,16 @@ class RunContext {
   // Nodes still in the run, in inventory order.
   [[nodiscard]] std::vector<const Node*> HealthyNodes() const;
 
+  // The OS each node's os-release identified (the identify phase), for the
+  // plan phase to resolve `os: auto` with.
+  void SetNodeOs(const std::string& node, const OsRelease& os);
+  [[nodiscard]] std::map<std::string, OsRelease> NodeOs() const;
+
  private:
   mutable std::mutex mutex_;
   std::map<std::string, std::unique_ptr<Connection>> connections_;
   std::map<std::string, std::string> node_errors_;
+  std::map<std::string, OsRelease> node_os_;
 };
 
 }  // namespace gpuctl

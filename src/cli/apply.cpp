@@ -129,7 +129,7 @@ int RunApply(const ApplyCliOptions& options, const GlobalOptions& global) {
     }
   }
 
-  Plan plan = Plan::Build(inputs->inventory, inputs->catalog);
+  Plan plan;  // built by the plan phase, once every node's OS is known
   auto transport = TraceScriptsFromEnv(MakeSshTransport());
   RunContext context(inputs->inventory, inputs->catalog, plan, *transport, reporter,
                      {options.connect.concurrency, options.connect.trust_new_host_keys});
@@ -151,7 +151,12 @@ int RunApply(const ApplyCliOptions& options, const GlobalOptions& global) {
   bool refused = false;
   auto proceed = [&](RunContext& ctx) {
     if (saved) {
-      const auto drift = CompareWithSaved(saved->plan, ctx.plan);
+      // An `os: auto` node reinstalled with another OS keeps the inventory's
+      // digest; its recorded OS is what tells.
+      auto drift = CompareNodeOs(saved->header.node_os, ctx.inventory);
+      for (auto& d : CompareWithSaved(saved->plan, ctx.plan)) {
+        drift.push_back(std::move(d));
+      }
       if (!drift.empty()) {
         std::cerr << "gpuctl: refusing the saved plan: the nodes moved since it was made:\n";
         for (const auto& d : drift) {
@@ -186,6 +191,8 @@ int RunApply(const ApplyCliOptions& options, const GlobalOptions& global) {
   bool proceeded = false;
   Pipeline pipeline;
   pipeline.Add(MakeConnectPhase())
+      .Add(MakeIdentifyPhase())
+      .Add(MakePlanPhase(inputs->inventory))
       .Add(MakeLockPhase(std::filesystem::path(run_dir).filename().string(), Holder(),
                          options.break_lock))
       .Add(MakeProbePhase())

@@ -34,9 +34,10 @@ int RunCheck(const CheckOptions& options, const GlobalOptions& global) {
   if (!inputs) {
     return kExitError;
   }
-  Plan plan = Plan::Build(inputs->inventory, inputs->catalog,
-                          options.deep ? PlanScope::kDeepCheck : PlanScope::kConverge);
-  const auto errors = RunReadOnly(*inputs, plan, MakeCheckPhase(), options.connect, global);
+  Plan plan;  // built once every node's OS is known
+  const auto errors =
+      RunReadOnly(*inputs, plan, options.deep ? PlanScope::kDeepCheck : PlanScope::kConverge,
+                  MakeCheckPhase(), options.connect, global);
   nlohmann::json mismatches = nlohmann::json::array();
   // Deep validations report their figures whether they pass or not.
   nlohmann::json validations = nlohmann::json::array();

@@ -49,6 +49,11 @@ PlanHeader HeaderFor(const Inputs& inputs) {
   h.inventory_path = std::filesystem::absolute(inputs.inventory.path).string();
   h.inventory_digest = inputs.inventory_digest;
   h.catalog_digest = inputs.catalog.Digest();
+  for (const auto& node : inputs.inventory.nodes) {
+    if (!node.os.IsAuto()) {  // an auto node the run could not identify records nothing
+      h.node_os[node.name] = node.os.Name();
+    }
+  }
   h.created =
       fmt::format("{:%Y-%m-%dT%H:%M:%SZ}",
                   std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()));
@@ -65,7 +70,7 @@ void AddConnectOptions(CLI::App& cmd, ConnectOptions& options) {
                "a changed key is always refused)");
 }
 
-std::map<std::string, std::string> RunReadOnly(const Inputs& inputs, Plan& plan,
+std::map<std::string, std::string> RunReadOnly(Inputs& inputs, Plan& plan, PlanScope scope,
                                                std::unique_ptr<Phase> phase,
                                                const ConnectOptions& connect,
                                                const GlobalOptions& global) {
@@ -75,7 +80,10 @@ std::map<std::string, std::string> RunReadOnly(const Inputs& inputs, Plan& plan,
                      {connect.concurrency, connect.trust_new_host_keys});
   TraceRedactor(*transport, context.redactor);
   Pipeline pipeline;
-  pipeline.Add(MakeConnectPhase()).Add(std::move(phase));
+  pipeline.Add(MakeConnectPhase())
+      .Add(MakeIdentifyPhase())
+      .Add(MakePlanPhase(inputs.inventory, scope))
+      .Add(std::move(phase));
   pipeline.Run(context);
   return context.NodeErrors();
 }

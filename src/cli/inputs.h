@@ -27,6 +27,8 @@ struct Inputs {
 std::optional<Inputs> LoadInputs(const std::string& inventory_path, const GlobalOptions& global,
                                  std::ostream& err);
 
+// The header of a plan of `inputs`; call it after the run resolved each
+// node's OS (the plan phase), which the header records.
 PlanHeader HeaderFor(const Inputs& inputs);
 
 // Options shared by plan, apply and check.
@@ -36,9 +38,11 @@ struct ConnectOptions {
 };
 void AddConnectOptions(CLI::App& cmd, ConnectOptions& options);
 
-// Connects to every node over SSH and runs one read-only phase (probe or
-// check) over `plan`; progress goes to stderr. Returns the nodes that failed.
-std::map<std::string, std::string> RunReadOnly(const Inputs& inputs, Plan& plan,
+// Connects to every node over SSH, reads what OS each runs (resolving
+// `os: auto` in inputs.inventory), builds `plan` with `scope` and runs one
+// read-only phase (probe or check) over it; progress goes to stderr. Returns
+// the nodes that failed.
+std::map<std::string, std::string> RunReadOnly(Inputs& inputs, Plan& plan, PlanScope scope,
                                                std::unique_ptr<Phase> phase,
                                                const ConnectOptions& connect,
                                                const GlobalOptions& global);

@@ -23,8 +23,9 @@ int RunPlan(const PlanOptions& options, const GlobalOptions& global) {
   if (!inputs) {
     return kExitError;
   }
-  Plan plan = Plan::Build(inputs->inventory, inputs->catalog);
-  const auto errors = RunReadOnly(*inputs, plan, MakeProbePhase(), options.connect, global);
+  Plan plan;  // built once every node's OS is known
+  const auto errors =
+      RunReadOnly(*inputs, plan, PlanScope::kConverge, MakeProbePhase(), options.connect, global);
   const PlanHeader header = HeaderFor(*inputs);
   if (!options.out.empty()) {
     std::ofstream out(options.out);

@@ -95,7 +95,7 @@ ssh:
 nodes:
   - name: master1
     address: 127.0.0.1
-    os: ubuntu-22.04
+    os: auto  # the node is this host: whatever its os-release says
     roles: [master]
 )",
                           sshd_->port(), sshd_->client_key(), known_hosts));

@@ -58,5 +58,21 @@ TEST_F(DriftTest, NewAndVanishedItemsAreDrift) {
   EXPECT_EQ(diffs[0], "worker2 os.sysctl: applies now but is not in the saved plan");
 }
 
+TEST(NodeOsDrift, ANodeThatNowRunsAnotherOsIsNamed) {
+  Inventory now = MakeInventory(
+      {MakeNode("master1", Role::kMaster), MakeNode("worker2", Role::kWorker, OsFamily::kRhel)});
+  const std::map<std::string, std::string> saved = {{"master1", "ubuntu-22.04"},
+                                                    {"worker2", "rocky-9"}};
+  EXPECT_TRUE(CompareNodeOs(saved, now).empty());
+  now.nodes[1].os = *ParseOs("debian-12");
+  EXPECT_EQ(CompareNodeOs(saved, now),
+            std::vector<std::string>{
+                "worker2: the plan was made for rocky-9, the node now runs debian-12"});
+  // A node identified on one side only failed there, and says so itself.
+  now.nodes[1].os = OsRelease::Auto();
+  EXPECT_TRUE(CompareNodeOs(saved, now).empty());
+  EXPECT_TRUE(CompareNodeOs({}, now).empty());
+}
+
 }  // namespace
 }  // namespace gpuctl

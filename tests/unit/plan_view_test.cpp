@@ -61,13 +61,20 @@ TEST_F(PlanViewTest, UnreachableNodeIsSaidOnceWithItsError) {
 }
 
 TEST_F(PlanViewTest, JsonRoundTripsItemsAndHeader) {
-  PlanHeader header{"test", "inv.yaml", "aaaa", "bbbb", "2026-11-22T00:00:00Z"};
+  PlanHeader header{"test",
+                    "inv.yaml",
+                    "aaaa",
+                    "bbbb",
+                    "2026-11-22T00:00:00Z",
+                    {{"master1", "ubuntu-22.04"}, {"worker1", "rocky-9"}}};
   const auto doc = PlanToJson(plan, header, {});
+  EXPECT_EQ(doc["nodes"][1]["os"], "rocky-9");
   EXPECT_EQ(doc["summary"]["to_change"], 1);
   EXPECT_EQ(doc["items"].size(), plan.items().size());
   const SavedPlan back = PlanFromJson(nlohmann::json::parse(doc.dump()), "plan.json");
   EXPECT_EQ(back.header.inventory_digest, "aaaa");
   EXPECT_EQ(back.header.catalog_digest, "bbbb");
+  EXPECT_EQ(back.header.node_os, header.node_os);
   ASSERT_EQ(back.plan.items().size(), plan.items().size());
   for (std::size_t i = 0; i < plan.items().size(); ++i) {
     EXPECT_EQ(back.plan.items()[i].state, plan.items()[i].state);
