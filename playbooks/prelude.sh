@@ -348,3 +348,191 @@ containerd_registry_config_path() {
   esac
   printf '%s\n' "$_dump" | toml_get "$_t" config_path
 }
+
+# Package repositories (steps repos.*, docs/repositories.md). A repository is
+# described by its step parameter GPUCTL_REPO_<NAME>: one key=value a line
+# (name, type, uri/suites/components or baseurl/repo_gpgcheck, key,
+# fingerprint; docs/playbooks.md#repositories).
+
+# repo_get DESC KEY: KEY's value in the description DESC; @VERSION_ID@ stands
+# for this node's /etc/os-release VERSION_ID (Mellanox's rhel9.4 directories).
+repo_get() {
+  _rv=$(printf '%s\n' "$1" | sed -n "s/^$2=//p" | head -n 1)
+  case "$_rv" in
+    *@VERSION_ID@*)
+      # shellcheck disable=SC1091 # the node's file, not ours
+      _rvid=$(. /etc/os-release && echo "$VERSION_ID")
+      _rv=$(printf '%s\n' "$_rv" | sed "s/@VERSION_ID@/$_rvid/g") ;;
+  esac
+  printf '%s\n' "$_rv"
+}
+
+# repo_paths NAME: sets _keyring and _source, the key and source files
+# repository NAME has on this node.
+repo_paths() {
+  case "$GPUCTL_OS_FAMILY" in
+    debian) _keyring=/etc/apt/keyrings/gpuctl-$1.gpg _source=/etc/apt/sources.list.d/gpuctl-$1.sources ;;
+    rhel) _keyring=/etc/pki/rpm-gpg/RPM-GPG-KEY-gpuctl-$1 _source=/etc/yum.repos.d/gpuctl-$1.repo ;;
+  esac
+}
+
+# repo_source_text DESC: the source file gpuctl writes: deb822 signed by the
+# repository's own keyring (apt), or a .repo checking every package's
+# signature, and the metadata's where the vendor signs it (dnf).
+repo_source_text() {
+  _rn=$(repo_get "$1" name)
+  repo_paths "$_rn"
+  echo "# Written by gpuctl (step repos.$_rn) from the inventory; edits are replaced."
+  case "$GPUCTL_OS_FAMILY" in
+    debian)
+      printf 'Types: deb\nURIs: %s\nSuites: %s\n' "$(repo_get "$1" uri)" "$(repo_get "$1" suites)"
+      _rc=$(repo_get "$1" components)
+      [ -z "$_rc" ] || printf 'Components: %s\n' "$_rc"
+      printf 'Signed-By: %s\n' "$_keyring" ;;
+    rhel)
+      printf '[gpuctl-%s]\nname=gpuctl: %s\nbaseurl=%s\nenabled=1\ngpgcheck=1\n' \
+        "$_rn" "$_rn" "$(repo_get "$1" baseurl)"
+      [ "$(repo_get "$1" repo_gpgcheck)" != 1 ] || echo "repo_gpgcheck=1"
+      printf 'gpgkey=file://%s\n' "$_keyring" ;;
+  esac
+}
+
+# repo_key_fprs FILE: the primary-key fingerprints in the OpenPGP key FILE
+# (armored or not), space-separated. A throwaway GNUPGHOME: nothing is
+# imported anywhere, and no agent or keyboxd is left running.
+repo_key_fprs() {
+  _rg=$(mktemp -d) || return 1
+  : >"$_rg/common.conf"
+  GNUPGHOME=$_rg gpg --batch --with-colons --show-keys "$1" 2>/dev/null |
+    awk -F: '$1 == "pub" { p = 1; next } p && $1 == "fpr" { print $10; p = 0 }' | paste -s -d ' ' -
+  rm -rf "$_rg"
+}
+
+# repo_check DESC: true when the repository's keyring holds exactly the
+# pinned key and its source file is exactly what gpuctl writes; else prints
+# the first thing that differs, in one line.
+repo_check() {
+  _rn=$(repo_get "$1" name)
+  _rf=$(repo_get "$1" fingerprint)
+  repo_paths "$_rn"
+  if [ -z "$_rf" ]; then
+    echo "repository $_rn has no pinned key: set repositories.$_rn.fingerprint in the inventory"
+    return 1
+  fi
+  command -v gpg >/dev/null 2>&1 || { echo "gpg is not installed (it checks $_keyring)"; return 1; }
+  [ -f "$_keyring" ] || { echo "$_keyring is missing"; return 1; }
+  _rh=$(repo_key_fprs "$_keyring")
+  [ "$_rh" = "$_rf" ] || { echo "$_keyring holds key ${_rh:-none} (want $_rf)"; return 1; }
+  [ -f "$_source" ] || { echo "$_source is missing"; return 1; }
+  _rw=$(repo_source_text "$1")
+  file_is "$_source" "$_rw" && return 0
+  printf '%s\n' "$_rw" | awk -v f="$_source" '
+    BEGIN { while ((getline l < f) > 0) have[++n] = l }
+    { want[++m] = $0 }
+    END {
+      for (i = 1; i <= (m > n ? m : n); i++)
+        if (have[i] != want[i]) { printf "%s line %d is \"%s\" (want \"%s\")\n", f, i, have[i], want[i]; exit }
+    }'
+  return 1
+}
+
+# repo_key_install NAME KEY FPR: fetches KEY (a URL, or an absolute path on
+# this node) to a temporary file and refuses it, naming both fingerprints,
+# unless it holds the primary key FPR; installs only that key where the
+# source points: binary for apt's Signed-By, armored for dnf's gpgkey.
+repo_key_install() {
+  repo_paths "$1"
+  if [ -z "$3" ]; then
+    echo "gpuctl: repository $1 has no pinned key: set repositories.$1.fingerprint in the inventory" >&2
+    return 1
+  fi
+  _rt=$(mktemp -d) || return 1
+  case "$2" in
+    /*) cp "$2" "$_rt/key" || { rm -rf "$_rt"; return 1; } ;;
+    *) if ! curl -fsSL --retry 2 -o "$_rt/key" "$2"; then
+         echo "gpuctl: cannot download the key of repository $1 from $2" >&2
+         rm -rf "$_rt"
+         return 1
+       fi ;;
+  esac
+  _rk=$(repo_key_fprs "$_rt/key")
+  case " $_rk " in
+    *" $3 "*) ;;
+    *) echo "gpuctl: refusing the key of repository $1 from $2: its fingerprint is ${_rk:-unreadable (no OpenPGP key)}, the inventory pins $3" >&2
+       rm -rf "$_rt"
+       return 1 ;;
+  esac
+  mkdir -m 0700 "$_rt/gnupg" && : >"$_rt/gnupg/common.conf"
+  GNUPGHOME=$_rt/gnupg gpg --batch --quiet --import "$_rt/key" 2>/dev/null
+  case "$GPUCTL_OS_FAMILY" in
+    debian) GNUPGHOME=$_rt/gnupg gpg --batch --export "$3" >"$_rt/out" ;;
+    rhel) GNUPGHOME=$_rt/gnupg gpg --batch --armor --export "$3" >"$_rt/out" ;;
+  esac
+  GNUPGHOME=$_rt/gnupg gpgconf --kill all 2>/dev/null || true
+  if [ ! -s "$_rt/out" ]; then
+    echo "gpuctl: gpg could not export key $3 of repository $1" >&2
+    rm -rf "$_rt"
+    return 1
+  fi
+  mkdir -p "$(dirname "$_keyring")"
+  cp "$_rt/out" "$_keyring.gpuctl-tmp.$$" && chmod 0644 "$_keyring.gpuctl-tmp.$$" &&
+    mv -f "$_keyring.gpuctl-tmp.$$" "$_keyring"
+  _rs=$?
+  rm -rf "$_rt"
+  return $_rs
+}
+
+# repo_refresh DESC: reads only this repository's package lists (never the
+# node's others); fails with apt's or dnf's own lines when its signature is
+# refused or it cannot be reached.
+repo_refresh() {
+  repo_paths "$(repo_get "$1" name)"
+  case "$GPUCTL_OS_FAMILY" in
+    debian)
+      # apt-get exits 0 when a signature is refused but older lists exist.
+      _ro=$(apt-get update -q -o DPkg::Lock::Timeout=300 -o Dir::Etc::sourcelist="$_source" \
+        -o Dir::Etc::sourceparts=- -o APT::Get::List-Cleanup=0 2>&1)
+      _rs=$?
+      _rb=$(printf '%s\n' "$_ro" | grep -E '^(E:|W: (GPG error|Failed to fetch|An error occurred|Some index files))')
+      if [ "$_rs" -ne 0 ] || [ -n "$_rb" ]; then
+        printf '%s\n' "${_rb:-$_ro}" >&2
+        return 1
+      fi ;;
+    rhel) dnf -y -q makecache --refresh --repo "gpuctl-$(repo_get "$1" name)" ;;
+  esac
+}
+
+# repo_seen DESC: true when the package manager has read the repository's
+# lists; else says so.
+repo_seen() {
+  _rn=$(repo_get "$1" name)
+  case "$GPUCTL_OS_FAMILY" in
+    debian)
+      _ru=$(repo_get "$1" uri)
+      if ! apt-cache policy 2>/dev/null | grep -qF " ${_ru%/}"; then
+        echo "apt-cache policy does not list ${_ru%/} (apt has not read repository $_rn)"
+        return 1
+      fi ;;
+    rhel)
+      if ! ls /var/cache/dnf/gpuctl-"$_rn"-*/repodata/repomd.xml >/dev/null 2>&1; then
+        echo "dnf has no metadata of repository gpuctl-$_rn"
+        return 1
+      fi ;;
+  esac
+}
+
+# repo_install DESC: the repository's key and source, then its lists. gpg and
+# curl come from the distribution's archive when the node lacks them.
+repo_install() {
+  _rn=$(repo_get "$1" name)
+  _rkey=$(repo_get "$1" key)
+  _rneed=""
+  command -v gpg >/dev/null 2>&1 || _rneed=gnupg
+  [ "$GPUCTL_OS_FAMILY" != rhel ] || [ -z "$_rneed" ] || _rneed=gnupg2
+  case "$_rkey" in /*) ;; *) command -v curl >/dev/null 2>&1 || _rneed="$_rneed curl" ;; esac
+  # shellcheck disable=SC2086 # a list of package names
+  [ -z "$_rneed" ] || pkg_install $_rneed || return 1
+  repo_key_install "$_rn" "$_rkey" "$(repo_get "$1" fingerprint)" || return 1
+  write_file "$_source" "$(repo_source_text "$1")"
+  repo_refresh "$1"
+}

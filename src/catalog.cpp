@@ -11,6 +11,7 @@
 
 #include "catalog_internal.h"
 #include "gpuctl/digest.h"
+#include "gpuctl/repositories.h"
 
 namespace gpuctl {
 
@@ -41,6 +42,11 @@ bool Holds(StepCondition condition, const Node& node, const Inventory& inv) {
       return inv.policy.docker;
     case StepCondition::kRegistryMirrors:
       return !inv.mirrors.registries.empty();
+    // The same rule the air-gapped check uses (repositories.h).
+    case StepCondition::kDockerRepo:
+      return NeedsRepository("docker", inv, node);
+    case StepCondition::kEpelRepo:
+      return NeedsRepository("epel", inv, node);
   }
   return false;
 }

@@ -286,8 +286,9 @@ std::string_view ConditionName(StepCondition condition) {
 const std::vector<std::string>& ConditionNames() {
   // In StepCondition's order.
   static const std::vector<std::string> kNames = {
-      "always",     "has_gpus",   "has_ib", "nfs",    "nfs_server",
-      "nfs_client", "kubernetes", "slurm",  "docker", "registry_mirrors"};
+      "always",     "has_gpus",         "has_ib",      "nfs",
+      "nfs_server", "nfs_client",       "kubernetes",  "slurm",
+      "docker",     "registry_mirrors", "docker_repo", "epel_repo"};
   return kNames;
 }
 

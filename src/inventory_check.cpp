@@ -211,6 +211,7 @@ void CheckInventory(yaml::Source& source, Inventory& inventory, const InventoryM
   CheckSlurm(source, inventory, marks);
   CheckCuda(source, inventory, marks);
   CheckAirGappedMirrors(source, inventory, marks);
+  CheckAirGappedRepositories(source, inventory, marks);
 }
 
 }  // namespace gpuctl::detail

@@ -50,6 +50,20 @@ void ReadMirrors(yaml::Source& source, yaml::MapReader& m, Inventory& inventory,
 void CheckAirGappedMirrors(yaml::Source& source, const Inventory& inventory,
                            const InventoryMarks& marks);
 
+// Why `text` is not an http(s) URL with a host (and no credentials, and only
+// characters a URL needs: no whitespace, quotes, `$`, backticks, `;`, `..`),
+// or empty when it is one (inventory_mirrors.cpp; repositories use it too).
+std::string UrlProblem(std::string_view text);
+// Why `text` is not an absolute path of such characters, or empty.
+std::string PathProblem(std::string_view text);
+
+// The `repositories:` block (inventory_repositories.cpp): url, key and
+// fingerprint of each known repository, checked by kind.
+void ReadRepositories(yaml::Source& source, yaml::MapReader& m, Inventory& inventory);
+// policy.air_gapped: an error for each repository a node needs that has no url.
+void CheckAirGappedRepositories(yaml::Source& source, const Inventory& inventory,
+                                const InventoryMarks& marks);
+
 // Advice for a key that looks like an inline secret (see docs/inventory.md).
 std::optional<std::string> SecretKeyAdvice(const std::string& key,
                                            const std::vector<std::string>& allowed);

@@ -71,6 +71,8 @@ bool HasDotDot(std::string_view path) {
   return false;
 }
 
+}  // namespace
+
 // Why `text` is not an http(s) URL with a host, or empty when it is one.
 std::string UrlProblem(std::string_view text) {
   std::string_view rest;
@@ -128,6 +130,8 @@ std::string PathProblem(std::string_view text) {
   }
   return "";
 }
+
+namespace {
 
 bool IsUrl(std::string_view text) {
   return text.rfind("http", 0) == 0 && text.find("://") != std::string_view::npos;

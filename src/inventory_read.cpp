@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "gpuctl/cuda_compat.h"
+#include "gpuctl/repositories.h"
 #include "gpuctl/syntax.h"
 #include "inventory_internal.h"
 
@@ -19,9 +20,9 @@ using yaml::Scalar;
 // Functions rather than globals: a throwing static initialiser could not be
 // caught (cert-err58-cpp).
 const std::vector<std::string>& TopKeys() {
-  static const std::vector<std::string> kKeys = {"cluster",    "ssh",   "orchestrator", "versions",
-                                                 "network",    "nfs",   "slurm",        "policy",
-                                                 "validation", "nodes", "mirrors"};
+  static const std::vector<std::string> kKeys = {
+      "cluster", "ssh",    "orchestrator", "versions", "network", "nfs",
+      "slurm",   "policy", "validation",   "nodes",    "mirrors", "repositories"};
   return kKeys;
 }
 const std::vector<std::string>& SshKeys() {
@@ -194,6 +195,9 @@ void Reader::Top(const YAML::Node& root) {
   }
   if (auto m = top.Map("mirrors", {"cni_manifest", "gpu_operator_chart", "registries"})) {
     ReadMirrors(source_, *m, inv_, marks_);
+  }
+  if (auto m = top.Map("repositories", RepositoryNames())) {
+    ReadRepositories(source_, *m, inv_);
   }
   if (auto m = top.Map("validation", {"nccl_min_busbw_gbps", "ib_min_bw_gbps"})) {
     m->Read("nccl_min_busbw_gbps", inv_.validation.nccl_min_busbw_gbps, 0, 100000);

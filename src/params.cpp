@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "gpuctl/repositories.h"
 #include "gpuctl/syntax.h"
 #include "gpuctl/yaml_source.h"
 
@@ -171,6 +172,20 @@ std::string RegistryMirrors(const Inventory& inv) {
   return yaml::Join(lines, "\n");
 }
 
+// repo_<name> per known repository ('-' as '_'): its description for the
+// node (repositories.h), empty when the node's OS has no such repository. One
+// parameter per repository, so a repos.* step's digest changes exactly when
+// its own repository does.
+void AddRepositories(const Inventory& inv, const Node& node,
+                     std::map<std::string, std::string>& values) {
+  for (const std::string& name : RepositoryNames()) {
+    std::string key = "repo_" + name;
+    std::replace(key.begin(), key.end(), '-', '_');
+    const auto repo = ResolveRepository(name, inv, node);
+    values[key] = repo ? repo->Describe() : "";
+  }
+}
+
 // A threshold a deep validation compares with; empty when there is none.
 std::string Threshold(int value) { return value > 0 ? std::to_string(value) : ""; }
 
@@ -219,6 +234,13 @@ const std::vector<std::string>& KnownParameters() {
         "os_version",
         "pod_cidr",
         "registry_mirrors",
+        "repo_container_toolkit",
+        "repo_cuda",
+        "repo_docker",
+        "repo_epel",
+        "repo_helm",
+        "repo_kubernetes",
+        "repo_ofed",
         "service_cidr",
         "slurm_cluster_name",
         "slurm_nodes",
@@ -288,6 +310,7 @@ std::map<std::string, std::string> ParameterValues(const Inventory& inventory, c
   };
   AddNfs(inv, values);
   AddSlurm(inv, values);
+  AddRepositories(inv, node, values);
   return values;
 }
 

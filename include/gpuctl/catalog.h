@@ -58,6 +58,8 @@ enum class StepCondition {
   kSlurm,            // orchestrator: slurm
   kDocker,           // policy.docker
   kRegistryMirrors,  // mirrors.registries names at least one registry
+  kDockerRepo,       // Docker's repository supplies packages: policy.docker, or dnf (containerd.io)
+  kEpelRepo,         // EPEL supplies packages: dnf with Slurm, or a dnf Kubernetes master (helm)
 };
 
 // The name a playbook's `when` uses for a condition ("has_gpus").

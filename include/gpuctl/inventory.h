@@ -162,6 +162,15 @@ struct Mirrors {
   std::map<std::string, std::string> registries;
 };
 
+// A package repository's site overrides (`repositories.<name>`, see
+// repositories.h and docs/repositories.md); empty fields keep the upstream
+// default. Each value is validated by kind.
+struct RepositoryOverride {
+  std::string url;          // mirror base URL replacing the upstream base
+  std::string key;          // key URL or absolute path on the node
+  std::string fingerprint;  // pinned key, 40 upper-case hex digits
+};
+
 // The registries gpuctl can point at a mirror, in the order docs list them.
 const std::vector<std::string>& MirrorableRegistries();
 
@@ -182,6 +191,7 @@ struct Inventory {
   std::optional<Slurm> slurm;
   Policy policy;
   Mirrors mirrors;
+  std::map<std::string, RepositoryOverride> repositories;  // by repository name
   Validation validation;
   std::vector<Node> nodes;  // in file order
 

@@ -135,7 +135,12 @@ TEST(InventoryAirGapped, MirroredClusterValidates) {
       "mirrors:\n"
       "  cni_manifest: http://m.site/kube-flannel.yml\n"
       "  gpu_operator_chart: /srv/gpu-operator-v24.3.0.tgz\n"
-      "  registries: {\"*\": http://m.site:5000}\n";
+      "  registries: {\"*\": http://m.site:5000}\n"
+      "repositories:\n"  // the packages too (repositories_test.cpp)
+      "  cuda: {url: http://m.site/cuda}\n"
+      "  container-toolkit: {url: http://m.site/ct}\n"
+      "  kubernetes: {url: http://m.site/k8s}\n"
+      "  helm: {url: http://m.site/helm}\n";
   const auto p = ParseText(text);
   EXPECT_TRUE(p.inventory) << p.diagnostics.Format();
 }
@@ -146,7 +151,10 @@ TEST(InventoryAirGapped, CpuOnlyKubernetesNeedsNoChartOrNvcr) {
                      "mirrors:\n"
                      "  cni_manifest: /srv/kube-flannel.yml\n"
                      "  registries: {registry.k8s.io: http://m.site, docker.io: "
-                     "http://m.site}\n"));
+                     "http://m.site}\n"
+                     "repositories:\n"
+                     "  kubernetes: {url: http://m.site/k8s}\n"
+                     "  helm: {url: http://m.site/helm}\n"));
   EXPECT_TRUE(p.inventory) << p.diagnostics.Format();
 }
 
