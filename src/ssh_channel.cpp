@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <ctime>
 #include <memory>
+#include <string>
 
 namespace gpuctl::ssh {
 namespace {
@@ -125,6 +126,39 @@ int ExitStatusSoFar(ssh_session session, ssh_channel channel) {
   return status;
 }
 
+// The last line of `err` when every line of it is sudo's own ("sudo: ...",
+// "Sorry, ...", "... is not in the sudoers file"), else empty: when sudo
+// refuses, nothing else runs, so a script's own failure (which prints other
+// lines too) is not taken for sudo's.
+std::string SudoSaid(const std::string& err) {
+  std::string said;
+  std::size_t start = 0;
+  while (start < err.size()) {
+    std::size_t end = err.find('\n', start);
+    if (end == std::string::npos) {
+      end = err.size();
+    }
+    const std::string line = err.substr(start, end - start);
+    start = end + 1;
+    if (line.empty()) {
+      continue;
+    }
+    if (!line.starts_with("sudo: ") && !line.starts_with("Sorry, ") &&
+        line.find(" is not in the sudoers file") == std::string::npos) {
+      return "";
+    }
+    said = line;
+  }
+  return said;
+}
+
+// Where the become password came from, for messages (never the value).
+std::string PasswordSource(const Endpoint& endpoint) {
+  return endpoint.become_password_env.empty()
+             ? "the become password"
+             : "the become password in $" + endpoint.become_password_env;
+}
+
 enum class Ending { kFinished, kTimedOut, kFailed };
 
 Ending Pump(ssh_session session, ssh_channel channel, const std::string& input,
@@ -185,6 +219,66 @@ Ending Pump(ssh_session session, ssh_channel channel, const std::string& input,
 
 }  // namespace
 
+std::string SudoRefusal(const Endpoint& endpoint, const CommandResult& result) {
+  if (!endpoint.become || !result.out.empty()) {
+    return "";
+  }
+  const std::string who = "sudo on " + endpoint.node + " ";
+  const std::string user = "user " + endpoint.user;
+  if (result.exit_status == 127 && result.err.find("sudo") != std::string::npos &&
+      result.err.find("not found") != std::string::npos) {
+    return "sudo is not installed on " + endpoint.node + ", so " + user + " cannot become root";
+  }
+  if (result.exit_status != 1) {
+    return "";
+  }
+  const std::string said = SudoSaid(result.err);
+  if (said.empty()) {
+    return "";
+  }
+  // sudo 1.9 asks for the password before it looks at the rules, so a user
+  // sudo does not allow at all also shows up here as a password problem.
+  if (said.find("incorrect password attempt") != std::string::npos) {
+    return who + "refused the password of " + user + ": " + PasswordSource(endpoint) +
+           " is wrong (" + said + ")";
+  }
+  if (said.find("a password is required") != std::string::npos) {
+    if (!endpoint.become_password_env.empty()) {
+      return who + "asks " + user + " for a password, and $" + endpoint.become_password_env +
+             " (ssh.become_password_env) is not set or empty";
+    }
+    return who + "asks " + user +
+           " for a password: name a variable holding it with ssh.become_password_env, or "
+           "give " +
+           endpoint.user + " a NOPASSWD rule";
+  }
+  return who + "will not run commands as root for " + user + " (" + said + ")";
+}
+
+std::string CheckBecome(ssh_session session, const Endpoint& endpoint) {
+  if (!endpoint.become) {
+    return "";
+  }
+  Command probe;
+  probe.script = "id -u\n";
+  bool lost = false;
+  const CommandResult result = RunOnChannel(session, endpoint, probe, lost);
+  if (result.exit_status == 0 && result.out == "0\n") {
+    return "";
+  }
+  if (std::string refusal = SudoRefusal(endpoint, result); !refusal.empty()) {
+    return refusal;
+  }
+  std::string err = result.err;
+  while (!err.empty() && err.back() == '\n') {
+    err.pop_back();
+  }
+  err = err.substr(err.rfind('\n') == std::string::npos ? 0 : err.rfind('\n') + 1);
+  return "cannot become root through sudo as user " + endpoint.user + " on " + endpoint.node +
+         ": `id -u` exited " + std::to_string(result.exit_status) + " printing '" +
+         result.out.substr(0, result.out.find('\n')) + "'" + (err.empty() ? "" : ": " + err);
+}
+
 CommandResult RunOnChannel(ssh_session session, const Endpoint& endpoint, const Command& command,
                            bool& session_lost) {
   const auto start = Clock::now();
@@ -221,6 +315,11 @@ CommandResult RunOnChannel(ssh_session session, const Endpoint& endpoint, const 
         result.exit_status = -1;
         result.err += "gpuctl: the command on " + endpoint.node +
                       " ended without an exit status (killed by a signal?)\n";
+      }
+      // sudo's own words do not say where or who; the last line (the one
+      // reports show) does.
+      if (const std::string refusal = SudoRefusal(endpoint, result); !refusal.empty()) {
+        result.err += "gpuctl: " + refusal + "\n";
       }
       break;
     case Ending::kTimedOut:

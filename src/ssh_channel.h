@@ -22,6 +22,17 @@ using gpuctl::ShellQuote;
 CommandResult RunOnChannel(ssh_session session, const Endpoint& endpoint, const Command& command,
                            bool& session_lost);
 
+// Why sudo would not run a command as root for the endpoint's user, naming
+// the node and the user, from what sudo printed; empty when `result` is not a
+// refusal by sudo (or the endpoint does not become root).
+std::string SudoRefusal(const Endpoint& endpoint, const CommandResult& result);
+
+// For an endpoint that becomes root: runs `id -u` through sudo once and says
+// what is wrong when it does not print 0 (empty when all is well), so a wrong
+// or missing password stops the node at connect with one clear message
+// instead of failing every later command.
+std::string CheckBecome(ssh_session session, const Endpoint& endpoint);
+
 // libssh writes to a ProxyCommand's socketpair with write(2), which raises
 // SIGPIPE if the proxy died and would kill the whole process. This blocks
 // SIGPIPE for the calling thread only and discards any SIGPIPE raised meanwhile,

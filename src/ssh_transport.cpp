@@ -429,6 +429,9 @@ class SshTransport : public Transport {
     EnableKeepalive(session.get());
     VerifyHostKey(session.get(), endpoint, known_hosts);
     Authenticate(session.get(), endpoint);
+    if (const std::string problem = ssh::CheckBecome(session.get(), endpoint); !problem.empty()) {
+      throw TransportError(ConnectFailure::kAuth, Where(endpoint) + ": " + problem);
+    }
     spdlog::debug("{}: connected", Where(endpoint));
     return std::make_unique<SshConnection>(endpoint, std::move(session));
   }

@@ -14,6 +14,7 @@ Endpoint Endpoint::For(const Node& node) {
   e.known_hosts = node.ssh.known_hosts;
   e.jump_host = node.ssh.jump_host;
   e.become = node.ssh.become;
+  e.become_password_env = node.ssh.become_password_env;
   if (!node.ssh.become_password_env.empty()) {
     if (const char* value = std::getenv(node.ssh.become_password_env.c_str())) {
       e.become_password = value;

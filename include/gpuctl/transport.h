@@ -35,7 +35,8 @@ struct Endpoint {
   std::string jump_host;
   bool trust_on_first_use = false;  // accept and record an unknown host key once
   bool become = false;
-  std::string become_password;  // resolved from the environment; never logged
+  std::string become_password;      // resolved from the environment; never logged
+  std::string become_password_env;  // the variable it came from, for messages
   std::chrono::seconds connect_timeout{10};
   std::chrono::seconds command_timeout{1800};
 

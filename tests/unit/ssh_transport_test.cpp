@@ -368,26 +368,47 @@ class SshBecomeTest : public SshTransportTest {
     sshd_->Start();
   }
 
-  CommandResult RunBecome(const std::string& password, bool asks) {
+  Endpoint BecomeEndpoint(const std::string& password, bool asks) {
     if (asks) {
       std::ofstream(sshd_->dir() + "/sudo.asks") << "";
     }
     Endpoint e = sshd_->MakeEndpoint();
     e.become = true;
     e.become_password = password;
+    e.become_password_env = "LAB_SUDO";
+    return e;
+  }
+
+  static Command SecretScript() {
     Command c = Script("printf '%s' \"$SECRET\"");
     c.env = {{"SECRET", "env-secret"}};
-    return transport_->Connect(e)->Run(c);
+    return c;
+  }
+
+  CommandResult RunBecome(const std::string& password, bool asks) {
+    return transport_->Connect(BecomeEndpoint(password, asks))->Run(SecretScript());
+  }
+
+  // Every line sudo read as a password.
+  std::vector<std::string> Tries() {
+    std::vector<std::string> lines;
+    std::istringstream in(Slurp(sshd_->dir() + "/sudo.tries"));
+    for (std::string line; std::getline(in, line);) {
+      lines.push_back(line);
+    }
+    return lines;
   }
 
   static constexpr const char* kPassword = "pa ss'word";
 };
 
+// Connect checks once that sudo makes root (`id -u`), then each command runs
+// through sudo of its own.
 TEST_F(SshBecomeTest, WithoutPasswordUsesSudoN) {
   CommandResult r = RunBecome("", false);
   EXPECT_EQ(r.exit_status, 0) << r.err;
   EXPECT_EQ(r.out, "env-secret");
-  EXPECT_EQ(Slurp(sshd_->dir() + "/sudo.args"), "-n sh -s\n");
+  EXPECT_EQ(Slurp(sshd_->dir() + "/sudo.args"), "-n sh -s\n-n sh -s\n");
 }
 
 TEST_F(SshBecomeTest, PasswordIsReadBySudo) {
@@ -395,7 +416,7 @@ TEST_F(SshBecomeTest, PasswordIsReadBySudo) {
   EXPECT_EQ(r.exit_status, 0) << r.err;
   EXPECT_EQ(r.out, "env-secret");
   EXPECT_EQ(r.err, "");
-  EXPECT_EQ(Slurp(sshd_->dir() + "/sudo.tries"), std::string(kPassword) + "\n");
+  EXPECT_EQ(Tries(), std::vector<std::string>(2, kPassword));  // the connect check, the script
 }
 
 TEST_F(SshBecomeTest, PasswordSudoDoesNotAskForNeverReachesTheShell) {
@@ -405,14 +426,62 @@ TEST_F(SshBecomeTest, PasswordSudoDoesNotAskForNeverReachesTheShell) {
   EXPECT_EQ(r.err, "");
 }
 
-TEST_F(SshBecomeTest, WrongPasswordFailsWithoutFeedingTheScriptToSudo) {
-  CommandResult r = RunBecome("wrong", true);
+// A wrong password stops the node at connect: one message naming the node,
+// the user and the variable, never the password; no script reached sudo.
+TEST_F(SshBecomeTest, WrongPasswordFailsAtConnectNamingNodeAndUser) {
+  const std::string message =
+      ConnectFails(BecomeEndpoint("wrong pass", true), ConnectFailure::kAuth);
+  EXPECT_NE(message.find("node local (root@127.0.0.1:"), std::string::npos) << message;
+  EXPECT_NE(message.find("sudo on local refused the password of user root: the become "
+                         "password in $LAB_SUDO is wrong (sudo: 3 incorrect password attempts)"),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(message.find("wrong pass"), std::string::npos) << message;
+  const std::vector<std::string> tries = Tries();
+  ASSERT_FALSE(tries.empty());
+  EXPECT_EQ(tries.front(), "wrong pass");
+  for (const std::string& line : tries) {
+    EXPECT_EQ(line.find("id -u"), std::string::npos) << line;
+  }
+}
+
+TEST_F(SshBecomeTest, MissingPasswordNamesTheVariable) {
+  const std::string message = ConnectFails(BecomeEndpoint("", true), ConnectFailure::kAuth);
+  EXPECT_NE(message.find("sudo on local asks user root for a password, and $LAB_SUDO "
+                         "(ssh.become_password_env) is not set or empty"),
+            std::string::npos)
+      << message;
+}
+
+// The password changes after connect: the failing command's last error line
+// (the one reports show) says what sudo refused, and for whom; the script
+// never reaches sudo as a password.
+TEST_F(SshBecomeTest, WrongPasswordLaterIsNamedInTheCommandsError) {
+  auto connection = transport_->Connect(BecomeEndpoint(kPassword, true));
+  std::ofstream(sshd_->dir() + "/sudo.password") << "changed\n";
+  CommandResult r = connection->Run(SecretScript());
   EXPECT_EQ(r.exit_status, 1);
-  EXPECT_NE(r.err.find("incorrect password"), std::string::npos) << r.err;
   EXPECT_EQ(r.out, "");
-  const std::string tries = Slurp(sshd_->dir() + "/sudo.tries");
-  EXPECT_EQ(tries.find("env-secret"), std::string::npos) << tries;
-  EXPECT_EQ(tries.find("printf"), std::string::npos) << tries;
+  EXPECT_TRUE(
+      r.err.ends_with("gpuctl: sudo on local refused the password of user root: the "
+                      "become password in $LAB_SUDO is wrong (sudo: 3 incorrect "
+                      "password attempts)\n"))
+      << r.err;
+  for (const std::string& line : Tries()) {
+    EXPECT_EQ(line.find("env-secret"), std::string::npos) << line;
+    EXPECT_EQ(line.find("printf"), std::string::npos) << line;
+  }
+}
+
+// A script that fails on its own, even quoting sudo (it ran past sudo), is
+// not blamed on sudo: sudo's refusals are all sudo prints.
+TEST_F(SshBecomeTest, AScriptsOwnFailureIsNotBlamedOnSudo) {
+  auto connection = transport_->Connect(BecomeEndpoint(kPassword, true));
+  const std::string err = "checking the sudo rules\nsudo: a password is required\n";
+  CommandResult r = connection->Run(Script(
+      "printf '%s\\n' 'checking the sudo rules' 'sudo: a password is required' >&2; exit 1"));
+  EXPECT_EQ(r.exit_status, 1);
+  EXPECT_EQ(r.err, err);
 }
 
 }  // namespace
