@@ -3,6 +3,9 @@
 # nodes to working clusters (Kubernetes with the GPU Operator, then Slurm):
 # plan -> apply -> check -> check --deep -> apply again (which must change
 # nothing), and say where everything was written. Needs root (namespaces).
+# The workers are reached as cloud images are, through a real sudo (lab up
+# --sudo-users): worker1 as `ubuntu` (NOPASSWD), the Rocky worker2 as `rocky`
+# with a sudo password, which gpuctl reads from GPUCTL_LAB_SUDO_PASSWORD.
 # GPUCTL_DEMO_SLURM=0 skips the Slurm lab.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,16 +19,38 @@ gpuctl=$PWD/build/release/gpuctl
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
+# One line per node: the user gpuctl logs in as, and how it becomes root
+# (from the lab's STATE/users.tsv; nodes not listed are reached as root).
+logins() {
+  local state=$1 node user sudo n u s
+  while IFS=$'\t' read -r node _; do
+    user=root sudo=""
+    while IFS=$'\t' read -r n u s; do
+      [ "$n" = "$node" ] && user=$u sudo=$s
+    done <"$state/users.tsv"
+    case $sudo in
+      nopasswd) printf '  %-9s ssh as %-7s real sudo, NOPASSWD rule\n' "$node" "$user" ;;
+      password) printf '  %-9s ssh as %-7s real sudo, asks for the password (from %s)\n' "$node" "$user" \
+        "\$GPUCTL_LAB_SUDO_PASSWORD" ;;
+      *) printf '  %-9s ssh as %-7s no sudo needed\n' "$node" "$user" ;;
+    esac
+  done <"$state/nodes.tsv"
+}
+
 # demo LAB PROFILE: one lab from bare nodes to a working cluster:
 # plan -> apply -> check -> check --deep -> apply again (nothing to change).
 # Output of each stage goes to <lab state>/demo/<stage>.txt.
 demo() {
   local lab=$1 profile=$2
   step "lab $lab (profile $profile): starting the fake nodes"
-  "$gpuctl" lab up --name "$lab" --profile "$profile"
-  eval "$("$gpuctl" lab env --name "$lab")"
+  "$gpuctl" lab up --name "$lab" --profile "$profile" --sudo-users
+  # LAB_* paths, and `export GPUCTL_LAB_SUDO_PASSWORD=...` from the lab's
+  # state (the inventory names the variable, never the password).
+  eval "$("$gpuctl" lab env --name "$lab" --sudo-password)"
   local inventory=$LAB_INVENTORY logs=$LAB_STATE/demo
   rm -rf "$logs" && mkdir -p "$logs"
+  step "$lab: who gpuctl logs in as"
+  logins "$LAB_STATE" | tee "$logs/logins.txt"
   # Runs gpuctl, keeps its output in $logs/<label>.txt, records the exit status.
   run() {
     local label=$1; shift
@@ -64,6 +89,8 @@ for entry in "${summaries[@]}"; do
     said=$(grep -h '^Plan:\|^Check:\|^No changes\|^Apply' "$logs/$label.txt" | tail -n 1)
     printf '  %-12s exit %-3s %s\n' "$label" "$rc" "$said"
   done
+  printf '  logins:\n'
+  cat "$logs/logins.txt"
   printf '  results:   %s/  (plan.txt, plan.json, apply.txt, check.txt, check-deep.txt, apply-again.txt)\n' "$logs"
   printf '  journals:  %s/apply-1/journal.jsonl, %s/apply-2/journal.jsonl\n' "$logs" "$logs"
   printf '  inventory: %s\n' "$inventory"
