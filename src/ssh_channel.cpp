@@ -255,6 +255,12 @@ std::string SudoRefusal(const Endpoint& endpoint, const CommandResult& result) {
   return who + "will not run commands as root for " + user + " (" + said + ")";
 }
 
+namespace {
+// RunOnChannel without the line that explains a refusal by sudo.
+CommandResult RunCommand(ssh_session session, const Endpoint& endpoint, const Command& command,
+                         bool& session_lost);
+}  // namespace
+
 std::string CheckBecome(ssh_session session, const Endpoint& endpoint) {
   if (!endpoint.become) {
     return "";
@@ -262,7 +268,7 @@ std::string CheckBecome(ssh_session session, const Endpoint& endpoint) {
   Command probe;
   probe.script = "id -u\n";
   bool lost = false;
-  const CommandResult result = RunOnChannel(session, endpoint, probe, lost);
+  const CommandResult result = RunCommand(session, endpoint, probe, lost);
   if (result.exit_status == 0 && result.out == "0\n") {
     return "";
   }
@@ -281,6 +287,19 @@ std::string CheckBecome(ssh_session session, const Endpoint& endpoint) {
 
 CommandResult RunOnChannel(ssh_session session, const Endpoint& endpoint, const Command& command,
                            bool& session_lost) {
+  CommandResult result = RunCommand(session, endpoint, command, session_lost);
+  // sudo's own words do not say where or who; the last line (the one
+  // reports show) does.
+  if (const std::string refusal = SudoRefusal(endpoint, result); !refusal.empty()) {
+    result.err += "gpuctl: " + refusal + "\n";
+  }
+  return result;
+}
+
+namespace {
+
+CommandResult RunCommand(ssh_session session, const Endpoint& endpoint, const Command& command,
+                         bool& session_lost) {
   const auto start = Clock::now();
   CommandResult result;
   auto finish = [&]() {
@@ -316,11 +335,6 @@ CommandResult RunOnChannel(ssh_session session, const Endpoint& endpoint, const 
         result.err += "gpuctl: the command on " + endpoint.node +
                       " ended without an exit status (killed by a signal?)\n";
       }
-      // sudo's own words do not say where or who; the last line (the one
-      // reports show) does.
-      if (const std::string refusal = SudoRefusal(endpoint, result); !refusal.empty()) {
-        result.err += "gpuctl: " + refusal + "\n";
-      }
       break;
     case Ending::kTimedOut:
       // Best effort: sshd (OpenSSH >= 7.9) forwards the signal to the remote
@@ -343,6 +357,8 @@ CommandResult RunOnChannel(ssh_session session, const Endpoint& endpoint, const 
   }
   return finish();
 }
+
+}  // namespace
 
 SigpipeGuard::SigpipeGuard() {
   sigset_t pipe;

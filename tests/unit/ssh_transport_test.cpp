@@ -431,11 +431,9 @@ TEST_F(SshBecomeTest, PasswordSudoDoesNotAskForNeverReachesTheShell) {
 TEST_F(SshBecomeTest, WrongPasswordFailsAtConnectNamingNodeAndUser) {
   const std::string message =
       ConnectFails(BecomeEndpoint("wrong pass", true), ConnectFailure::kAuth);
-  EXPECT_NE(message.find("node local (root@127.0.0.1:"), std::string::npos) << message;
-  EXPECT_NE(message.find("sudo on local refused the password of user root: the become "
-                         "password in $LAB_SUDO is wrong (sudo: 3 incorrect password attempts)"),
-            std::string::npos)
-      << message;
+  EXPECT_EQ(message, "node local (root@127.0.0.1:" + std::to_string(sshd_->port()) +
+                         "): sudo on local refused the password of user root: the become "
+                         "password in $LAB_SUDO is wrong (sudo: 3 incorrect password attempts)");
   EXPECT_EQ(message.find("wrong pass"), std::string::npos) << message;
   const std::vector<std::string> tries = Tries();
   ASSERT_FALSE(tries.empty());
@@ -447,9 +445,9 @@ TEST_F(SshBecomeTest, WrongPasswordFailsAtConnectNamingNodeAndUser) {
 
 TEST_F(SshBecomeTest, MissingPasswordNamesTheVariable) {
   const std::string message = ConnectFails(BecomeEndpoint("", true), ConnectFailure::kAuth);
-  EXPECT_NE(message.find("sudo on local asks user root for a password, and $LAB_SUDO "
-                         "(ssh.become_password_env) is not set or empty"),
-            std::string::npos)
+  EXPECT_TRUE(
+      message.ends_with("): sudo on local asks user root for a password, and $LAB_SUDO "
+                        "(ssh.become_password_env) is not set or empty"))
       << message;
 }
 
