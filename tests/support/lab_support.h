@@ -101,6 +101,11 @@ class Lab {
       const auto eq = line.find('=');
       if (eq != std::string::npos) env_[line.substr(0, eq)] = line.substr(eq + 1);
     }
+    // A lab with login users (up --sudo-users): its inventory names this
+    // variable for the password sudo asks the rocky user for.
+    if (const std::string file = Env("LAB_SUDO_PASSWORD_FILE"); !file.empty()) {
+      setenv("GPUCTL_LAB_SUDO_PASSWORD", Trim(ReadFile(file)).c_str(), 1);
+    }
     std::istringstream table(ReadFile(fs::path(env_["LAB_STATE"]) / "nodes.tsv"));
     for (std::string line; std::getline(table, line);) {
       std::istringstream fields(line);
