@@ -2,7 +2,11 @@
 // families: the real containerd 1.6 (Debian's package on Ubuntu, the same
 // binaries as containerd.io on Rocky) converges to SystemdCgroup = true with
 // the nvidia runtime, and a GPU Operator's later edits of config.toml survive
-// every following apply, even one that has to fix a key gpuctl owns.
+// every following apply, even one that has to fix a key gpuctl owns. gpuctl
+// reaches the workers as cloud images are reached (up --sudo-users): worker1
+// as `ubuntu` with NOPASSWD sudo, worker2 as `rocky` whose real sudo asks for
+// the password, so the OS (os.modules), GPU (driver) and container layers
+// all go through sudo on both families.
 #include <fstream>
 
 #include <gtest/gtest.h>
@@ -52,6 +56,7 @@ constexpr const char* kDumpGet = R"(containerd config dump | awk -v t="$T" -v k=
 class ContainersLabTest : public test::LabCase {
  protected:
   std::string Prefix() const override { return "c"; }
+  std::string Shape() const override { return "--profile mixed --sudo-users"; }
   std::string Only() const override { return "containers"; }
 
   std::string Live(const std::string& node, const std::string& table,
@@ -69,8 +74,25 @@ TEST_F(ContainersLabTest, ConvergesOnBothFamiliesAndKeepsTheGpuOperatorsEdits) {
   const Result apply = Gpuctl("apply --yes --run-dir " + RunDir("first"));
   ASSERT_EQ(apply.status, 0) << apply.out;
 
+  const std::map<std::string, std::string> login = {{"worker1", "ubuntu"}, {"worker2", "rocky"}};
   for (const std::string& node : kNodesChecked) {
     SCOPED_TRACE(node + " (" + lab_->Node(node).os + ")");
+    // Through sudo: sshd let the login user in, sudo ran gpuctl's shells as
+    // root for it (the node's journal), and what the steps wrote is root's.
+    const std::string journal = "journalctl -q --no-pager -o cat";
+    EXPECT_NE(Trim(lab_->Ssh(node, journal + " _COMM=sshd | grep -c 'Accepted publickey for " +
+                                       login.at(node) + " '")
+                       .out),
+              "0");
+    EXPECT_NE(Trim(lab_->Ssh(node, journal + " _COMM=sudo | grep -cE '^ *" + login.at(node) +
+                                       " : .*USER=root ; COMMAND=/usr/bin/sh '")
+                       .out),
+              "0");
+    EXPECT_EQ(Trim(lab_->Ssh(node,
+                             "stat -c %U:%G /etc/containerd/config.toml "
+                             "/etc/modules-load.d/gpuctl-k8s.conf | sort -u")
+                       .out),
+              "root:root");
     EXPECT_EQ(Trim(lab_->Ssh(node, "systemctl is-active containerd").out), "active");
     EXPECT_EQ(Trim(lab_->Ssh(node, "systemctl is-enabled containerd").out), "enabled");
     // The real daemon runs with its CRI plugin loaded.
