@@ -1,10 +1,23 @@
 #!/usr/bin/env bash
-# Builds the lab's local package repository, the one the fake nodes install from:
-#   OUTDIR/deb  flat apt repository: deb [trusted=yes] file:/srv/gpuctl-repo/deb ./
-#   OUTDIR/rpm  dnf repository:      baseurl=file:///srv/gpuctl-repo/rpm gpgcheck=0
-# It holds stand-ins for vendor software that cannot exist here (lab/standins/*/,
-# format in lab/standins/README.md) and real Debian packages mirrored the way an
-# air-gapped site does (lab/mirror-debs.list).
+# Builds the lab's package repositories, the tree the lab's web server (nginx,
+# lab/lib/http.sh) serves to the nodes at http://<lab-net>.1:8642/. Laid out as
+# the real sources are, each signed by a lab GPG key of its own:
+#   OUTDIR/ubuntu/    Ubuntu 22.04's archive (dists/jammy: main restricted universe)
+#   OUTDIR/rocky/9/{BaseOS,AppStream}/x86_64/os/    Rocky 9's archive
+#   OUTDIR/<vendor>/  cuda, container-toolkit, kubernetes, docker, ofed, epel,
+#                     helm: the vendors' own layouts below their base URL
+#                     (docs/standins.md lists the paths)
+#   OUTDIR/wrongkey/  container-toolkit's content with metadata signed by the
+#                     "wrongkey" key instead of container-toolkit's (tests)
+#   OUTDIR/keys/<repo>.asc (+ ubuntu.gpg, FINGERPRINTS)   the public keys
+#   OUTDIR/mirror/    non-package artefacts (lab/mirror/build-mirror.sh)
+#   OUTDIR/.gnupg     the private keys (never served)
+# apt repositories have InRelease and Release.gpg; dnf repositories
+# repodata/repomd.xml.asc, and every rpm is signed with rpmsign.
+# Stand-ins for vendor software that cannot exist here (lab/standins/*/, format
+# and the PKG_REPO field in lab/standins/README.md) go where their package.sh
+# says; real Debian packages mirrored the way an air-gapped site does
+# (lab/mirror-debs.list) go to the Ubuntu archive.
 #
 # Usage: lab/build-repo.sh [--no-mirror] [--force] OUTDIR
 #   --no-mirror  stand-ins only (no apt-get download; what the unit test uses)
@@ -12,9 +25,13 @@
 # Environment: GPUCTL_REPO_CACHE  where mirrored .debs are kept between builds
 #              (default ~/.cache/gpuctl-lab/debs); JOBS  parallel builds (nproc).
 #
-# Deterministic: same sources, same bytes (fixed SOURCE_DATE_EPOCH, normalised
-# owners and mtimes, no sqlite metadata). When neither the sources nor this
-# script changed since OUTDIR was built, it does nothing.
+# Keys are made on the first build of OUTDIR (gpg batch, no passphrase, in
+# OUTDIR/.gnupg) and kept by later builds, so nodes and inventories that
+# trust them stay valid. Otherwise deterministic: same sources, same package
+# bytes and unsigned metadata (fixed SOURCE_DATE_EPOCH, normalised owners and
+# mtimes, no sqlite metadata); only signatures carry the time of the build.
+# When neither the sources nor this script changed since OUTDIR was built, it
+# does nothing.
 set -euo pipefail
 
 usage() { echo "usage: $0 [--no-mirror] [--force] OUTDIR" >&2; exit 2; }
@@ -34,6 +51,8 @@ done
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 standins=$here/standins
 mirror_list=$here/mirror-debs.list
+# The repositories (top-level directories of OUTDIR), each with its own key.
+REPOS="ubuntu rocky cuda container-toolkit kubernetes docker ofed epel helm"
 mkdir -p "$1"
 out=$(cd "$1" && pwd)
 cache=${GPUCTL_REPO_CACHE:-${HOME:-/root}/.cache/gpuctl-lab/debs}
@@ -44,7 +63,7 @@ jobs=${JOBS:-$(nproc)}
 export SOURCE_DATE_EPOCH=1704067200
 export LC_ALL=C TZ=UTC
 
-for tool in dpkg-deb dpkg-scanpackages rpmbuild createrepo_c; do
+for tool in dpkg-deb dpkg-scanpackages rpmbuild createrepo_c gpg rpmsign; do
   command -v "$tool" >/dev/null || {
     echo "build-repo: $tool missing (scripts/install-deps.sh lab)" >&2
     exit 1
@@ -59,7 +78,7 @@ stamp() {
   (
     cd "$here"
     echo "mirror=$mirror"
-    { find standins build-repo.sh mirror-debs.list \( -type f -o -type l \) 2>/dev/null || true; } |
+    { find standins mirror build-repo.sh mirror-debs.list \( -type f -o -type l \) 2>/dev/null || true; } |
       sort | while read -r f; do
         if [ -L "$f" ]; then echo "L $f $(readlink "$f")"
         else echo "F $f $(stat -c %a "$f") $(sha256sum <"$f" | cut -c1-64)"; fi
@@ -68,15 +87,54 @@ stamp() {
 }
 want=$(stamp)
 if [ "$force" = 0 ] && [ -f "$out/.stamp" ] && [ "$(cat "$out/.stamp")" = "$want" ] &&
-  [ -f "$out/deb/Packages" ] && [ -f "$out/rpm/repodata/repomd.xml" ]; then
+  [ -f "$out/ubuntu/dists/jammy/InRelease" ] &&
+  [ -f "$out/rocky/9/BaseOS/x86_64/os/repodata/repomd.xml.asc" ]; then
   echo "build-repo: $out is up to date"
   exit 0
 fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/gpuctl-repo.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-rm -rf "$out/deb" "$out/rpm" "$out/.stamp"
-mkdir -p "$out/deb" "$out/rpm"
+export GNUPGHOME=$out/.gnupg
+# gpg starts an agent for the keys; it must not outlive the build.
+trap 'gpgconf --kill gpg-agent 2>/dev/null; rm -rf "$work"' EXIT
+# Every repository is rebuilt from scratch (the served root stays the same
+# directory); the keys in .gnupg are kept. deb/ and rpm/ are the old layout.
+rm -rf "$out/.stamp" "$out/deb" "$out/rpm" "$out/keys" "$out/mirror" "$out/wrongkey"
+for r in $REPOS; do rm -rf "${out:?}/$r"; done
+
+# --- where each repository's packages go ----------------------------------------
+# A package.sh names its repository as NAME or NAME/PART (lab/standins/README.md):
+# PART is Ubuntu's component, Rocky's repository, Kubernetes' minor (v1.30) or
+# OFED's release series (24.01). These are the paths below each repository's
+# base URL that the real ones use (the inventory's `url` is OUTDIR/NAME's URL).
+deb_dir() { # spec -> directory below OUTDIR for the .deb, or fails
+  local name=${1%%/*} part=""
+  [[ $1 == */* ]] && part=${1#*/}
+  case $name/$part in
+    ubuntu/ | ubuntu/main | ubuntu/restricted | ubuntu/universe) echo "ubuntu/pool/${part:-main}" ;;
+    cuda/) echo cuda/ubuntu2204/x86_64 ;;
+    container-toolkit/) echo container-toolkit/stable/deb/amd64 ;;
+    kubernetes/v1.[0-9]*) echo "kubernetes/$part/deb" ;;
+    docker/) echo docker/ubuntu/pool/stable ;;
+    ofed/[0-9]*.[0-9]*) echo "ofed/latest-$part/ubuntu22.04/amd64" ;;
+    helm/) echo helm/any/pool/main ;;
+    *) return 1 ;;
+  esac
+}
+rpm_dir() { # spec -> repository root below OUTDIR (rpms go to its Packages/), or fails
+  local name=${1%%/*} part=""
+  [[ $1 == */* ]] && part=${1#*/}
+  case $name/$part in
+    rocky/ | rocky/BaseOS | rocky/AppStream) echo "rocky/9/${part:-BaseOS}/x86_64/os" ;;
+    cuda/) echo cuda/rhel9/x86_64 ;;
+    container-toolkit/) echo container-toolkit/stable/rpm/x86_64 ;;
+    kubernetes/v1.[0-9]*) echo "kubernetes/$part/rpm" ;;
+    docker/) echo docker/centos/9/x86_64/stable ;;
+    ofed/[0-9]*.[0-9]*) echo "ofed/latest-$part/rhel9.4/x86_64" ;;
+    epel/) echo epel/9/Everything/x86_64 ;;
+    *) return 1 ;;
+  esac
+}
 
 # --- one package ----------------------------------------------------------------
 # Directories every system already has: an rpm that listed them with %dir would
@@ -100,8 +158,11 @@ script_with_vars() { # file
   sed '1d' "$1"
 }
 
-build_deb() { # stage
-  local stage=$1 file="$out/deb/${PKG_NAME}_${PKG_VERSION}_${deb_arch}.deb"
+build_deb() { # stage repo-spec
+  local stage=$1 dest
+  dest=$(deb_dir "$2") || { echo "build-repo: $dir: no apt repository '$2' (PKG_REPO)" >&2; return 1; }
+  mkdir -p "$out/$dest"
+  local file="$out/$dest/${PKG_NAME}_${PKG_VERSION}_${deb_arch}.deb"
   mkdir -p "$stage/DEBIAN"
   {
     echo "Package: $PKG_NAME"
@@ -127,7 +188,7 @@ build_deb() { # stage
   touch -h -d "@$SOURCE_DATE_EPOCH" "$stage/DEBIAN" "$stage/DEBIAN"/*
   dpkg-deb --root-owner-group -Zgzip --build "$stage" "$file" >/dev/null
   rm -rf "$stage/DEBIAN"
-  echo "  deb  $(basename "$file")"
+  echo "  deb  $2: $(basename "$file")"
 }
 
 # rpm scriptlet body: rpmbuild expands %, so double it; the script gets the
@@ -139,8 +200,10 @@ rpm_scriptlet() { # file first-line-of-body
   sed '1d; s/%/%%/g' "$1"
 }
 
-build_rpm() { # stage
-  local stage=$1 name=${PKG_RPM_NAME:-$PKG_NAME}
+build_rpm() { # stage repo-spec
+  local stage=$1 name=${PKG_RPM_NAME:-$PKG_NAME} dest
+  dest=$(rpm_dir "$2") || { echo "build-repo: $dir: no dnf repository '$2' (PKG_REPO)" >&2; return 1; }
+  mkdir -p "$out/$dest/Packages"
   # rpm has no '-' in Version: "2.23.4-1+cuda12.6" -> 2.23.4 / 1+cuda12.6.
   local version=${PKG_VERSION%-*} release=1
   [ "$version" != "$PKG_VERSION" ] && release=${PKG_VERSION##*-}
@@ -176,7 +239,7 @@ build_rpm() { # stage
     done
   } >"$spec"
   rpmbuild -bb --quiet "$spec" \
-    --define "_topdir $top" --define "_rpmdir $out/rpm" \
+    --define "_topdir $top" --define "_rpmdir $out/$dest/Packages" \
     --define "_build_name_fmt %%{NAME}-%%{VERSION}-%%{RELEASE}.%%{ARCH}.rpm" \
     --define "_buildhost gpuctl-lab" \
     --define "use_source_date_epoch_as_buildtime 1" \
@@ -187,7 +250,7 @@ build_rpm() { # stage
     cat "$work/$name-$version.log" >&2
     return 1
   }
-  echo "  rpm  $name-$version-$release.$rpm_arch.rpm"
+  echo "  rpm  $2: $name-$version-$release.$rpm_arch.rpm"
 }
 
 # Builds one (directory, variant): a subshell, so one package.sh's variables
@@ -196,7 +259,7 @@ build_one() ( # dir variant
   set -euo pipefail
   dir=$1
   unset PKG_NAME PKG_VERSION PKG_SUMMARY PKG_DEB_DEPENDS PKG_RPM_REQUIRES PKG_PROVIDES \
-    PKG_CONFLICTS PKG_RPM_NAME PKG_FORMATS PKG_ARCH
+    PKG_CONFLICTS PKG_RPM_NAME PKG_FORMATS PKG_ARCH PKG_REPO PKG_REPO_DEB PKG_REPO_RPM
   unset -f pkg_variants pkg_stage
   PKG_VARIANT=$2 PKG_DIR=$dir
   # shellcheck source=/dev/null
@@ -224,8 +287,8 @@ build_one() ( # dir variant
   local f
   for f in ${PKG_FORMATS:-deb rpm}; do
     case "$f" in
-      deb) build_deb "$stage" ;;
-      rpm) build_rpm "$stage" ;;
+      deb) build_deb "$stage" "${PKG_REPO_DEB:-${PKG_REPO:-}}" ;;
+      rpm) build_rpm "$stage" "${PKG_REPO_RPM:-${PKG_REPO:-}}" ;;
       *) echo "build-repo: $dir: unknown format '$f'" >&2; exit 1 ;;
     esac
   done
@@ -253,7 +316,7 @@ list_builds() {
 }
 
 echo "build-repo: stand-ins from $standins"
-export -f build_one build_deb build_rpm rpm_scriptlet script_with_vars deb_to_rpm_rel
+export -f build_one build_deb build_rpm rpm_scriptlet script_with_vars deb_to_rpm_rel deb_dir rpm_dir
 export work out system_dirs
 list_builds >"$work/builds"
 # Parallel, one package per job; the sort keeps the printed list stable.
@@ -266,7 +329,15 @@ echo "build-repo: $(grep -c . "$work/builds") stand-in packages"
 # A node's base is the host's / (overlay), so what a node lacks for a package is
 # exactly what `apt-get install -s` on the host says it would install.
 if [ "$mirror" = 1 ] && [ -f "$mirror_list" ]; then
-  mapfile -t wanted < <(sed 's/#.*//' "$mirror_list" | tr -s ' \t' '\n' | grep .)
+  # "universe: munge slurm-wlm" puts those in Ubuntu's universe; what they
+  # pull in beyond the host, and lines without a component, go to main.
+  declare -A component=()
+  while read -r line; do
+    c=main
+    if [[ $line =~ ^(main|restricted|universe):(.*)$ ]]; then c=${BASH_REMATCH[1]} line=${BASH_REMATCH[2]}; fi
+    for p in $line; do component[$p]=$c; done
+  done < <(sed 's/#.*//' "$mirror_list")
+  mapfile -t wanted < <(printf '%s\n' "${!component[@]}" | sort)
   if [ ${#wanted[@]} -gt 0 ]; then
     echo "build-repo: mirroring ${wanted[*]} (and what they need beyond the host)"
     mkdir -p "$cache"
@@ -284,33 +355,158 @@ if [ "$mirror" = 1 ] && [ -f "$mirror_list" ]; then
       (cd "$cache" && apt-get download -qq -o APT::Sandbox::User=root "${fetch[@]}")
     fi
     while IFS='=' read -r p v; do
-      cp "$cache/${p}_${v//:/%3a}_"*.deb "$out/deb/"
-      echo "  deb  ${p}_${v} (mirrored)"
+      c=${component[$p]:-main}
+      mkdir -p "$out/ubuntu/pool/$c"
+      cp "$cache/${p}_${v//:/%3a}_"*.deb "$out/ubuntu/pool/$c/"
+      echo "  deb  ubuntu/$c: ${p}_${v} (mirrored)"
     done <"$work/pins"
   fi
 fi
 
-# --- metadata -------------------------------------------------------------------
-(
-  cd "$out/deb"
-  dpkg-scanpackages --multiversion . /dev/null 2>/dev/null >Packages
-  gzip -9nc Packages >Packages.gz
-  # A Release file spares apt its "no Release file" warning; [trusted=yes]
-  # still skips signatures.
-  {
-    echo "Origin: gpuctl-lab"
-    echo "Label: gpuctl-lab"
-    echo "Date: $(date -u -R -d "@$SOURCE_DATE_EPOCH")"
-    echo "SHA256:"
-    for f in Packages Packages.gz; do
-      printf ' %s %s %s\n' "$(sha256sum <"$f" | cut -c1-64)" "$(stat -c %s "$f")" "$f"
+# --- keys -----------------------------------------------------------------------
+# One signing key per repository (and "wrongkey", a key no repository is
+# published with), RSA 3072 like most vendors', no passphrase, kept in
+# OUTDIR/.gnupg across builds. key_fpr prints a key's fingerprint.
+key_email() { echo "$1@repo.gpuctl-lab.invalid"; }
+key_fpr() {
+  gpg --batch --with-colons --list-secret-keys "<$(key_email "$1")>" 2>/dev/null |
+    awk -F: '$1 == "fpr" { print $10; exit }'
+}
+mkdir -p "$GNUPGHOME" "$out/keys"
+chmod 700 "$GNUPGHOME"
+for k in $REPOS wrongkey; do
+  if [ -z "$(key_fpr "$k")" ]; then
+    gpg --batch --quiet --pinentry-mode loopback --passphrase '' \
+      --quick-generate-key "gpuctl lab $k repository <$(key_email "$k")>" rsa3072 sign never 2>/dev/null
+    echo "  key  $k: new $(key_fpr "$k")"
+  fi
+  gpg --batch --armor --export "$(key_fpr "$k")" >"$out/keys/$k.asc"
+  printf '%s %s\n' "$k" "$(key_fpr "$k")" >>"$out/keys/FINGERPRINTS"
+done
+# Ubuntu keeps its archive key as a binary keyring (ubuntu-archive-keyring.gpg).
+gpg --batch --export "$(key_fpr ubuntu)" >"$out/keys/ubuntu.gpg"
+
+sign_detached() { # key file -> file.asc (armored)
+  gpg --batch --yes --quiet --local-user "$(key_fpr "$1")" --digest-algo SHA512 \
+    --armor --detach-sign --output "$3" "$2"
+}
+
+# --- apt metadata -----------------------------------------------------------------
+sha_lines() { # files (relative) -> " sha256 size name" lines
+  local f
+  for f in "$@"; do printf ' %s %s %s\n' "$(sha256sum <"$f" | cut -c1-64)" "$(stat -c %s "$f")" "$f"; done
+}
+# Release, then InRelease (clear-signed) and Release.gpg (detached), the way
+# apt wants a signed repository.
+sign_release() { # key dir
+  (
+    cd "$2"
+    gpg --batch --yes --quiet --local-user "$(key_fpr "$1")" --digest-algo SHA512 \
+      --clearsign --output InRelease Release
+    sign_detached "$1" Release Release.gpg
+  )
+}
+# A flat repository (deb822 "Suites: /"): Packages and Release beside the debs.
+apt_flat() { # key dir
+  (
+    cd "$out/$2"
+    dpkg-scanpackages --multiversion . /dev/null 2>/dev/null >Packages
+    gzip -9nc Packages >Packages.gz
+    {
+      echo "Origin: gpuctl-lab $1"
+      echo "Label: gpuctl-lab $1"
+      echo "Architectures: amd64 all"
+      echo "Date: $(date -u -R -d "@$SOURCE_DATE_EPOCH")"
+      echo "SHA256:"
+      sha_lines Packages Packages.gz
+    } >Release
+  )
+  sign_release "$1" "$out/$2"
+}
+# An archive with dists/SUITE/COMPONENT/binary-amd64 and pool/COMPONENT.
+apt_dists() { # key root suite components...
+  local key=$1 root=$out/$2 suite=$3 c
+  shift 3
+  (
+    cd "$root"
+    for c in "$@"; do
+      mkdir -p "pool/$c" "dists/$suite/$c/binary-amd64"
+      dpkg-scanpackages --multiversion "pool/$c" /dev/null 2>/dev/null >"dists/$suite/$c/binary-amd64/Packages"
+      gzip -9nc "dists/$suite/$c/binary-amd64/Packages" >"dists/$suite/$c/binary-amd64/Packages.gz"
     done
-  } >Release
-)
-# createrepo_c records each file's mtime: pin it too.
-touch -d "@$SOURCE_DATE_EPOCH" "$out"/rpm/*.rpm
-createrepo_c --quiet --no-database --revision "$SOURCE_DATE_EPOCH" --set-timestamp-to-revision \
-  "$out/rpm" >/dev/null
+    cd "dists/$suite"
+    {
+      echo "Origin: gpuctl-lab $key"
+      echo "Label: gpuctl-lab $key"
+      echo "Suite: $suite"
+      echo "Codename: $suite"
+      echo "Architectures: amd64 all"
+      echo "Components: $*"
+      echo "Date: $(date -u -R -d "@$SOURCE_DATE_EPOCH")"
+      echo "SHA256:"
+      for c in "$@"; do
+        sha_lines "$c/binary-amd64/Packages" "$c/binary-amd64/Packages.gz"
+      done
+    } >Release
+  )
+  sign_release "$key" "$root/dists/$suite"
+}
+# The distribution archives exist even when empty, so nodes' sources work.
+mkdir -p "$out/ubuntu/pool/main" "$out/rocky/9/BaseOS/x86_64/os/Packages" \
+  "$out/rocky/9/AppStream/x86_64/os/Packages"
+apt_dists ubuntu ubuntu jammy main restricted universe
+[ -d "$out/docker/ubuntu/pool" ] && apt_dists docker docker/ubuntu jammy stable
+[ -d "$out/helm/any/pool" ] && apt_dists helm helm/any any main
+while read -r d; do
+  apt_flat "${d%%/*}" "$d"
+done < <(cd "$out" && find . -name '*.deb' -printf '%h\n' | cut -c3- | grep -v '/pool/\|^ubuntu/' | sort -u)
+
+# --- dnf metadata -----------------------------------------------------------------
+# Every rpm signed with its repository's key (rpmsign; Debian's rpm looks for
+# gpg2, so name gpg), then createrepo_c, then repomd.xml.asc for repo_gpgcheck.
+rpm_repo() { # key root
+  local key=$1 root=$out/$2 rpms=()
+  mapfile -t rpms < <(find "$root" -name '*.rpm' | sort)
+  if ((${#rpms[@]})); then
+    rpmsign --define "__gpg /usr/bin/gpg" --define "_gpg_name $(key_fpr "$key")" \
+      --addsign "${rpms[@]}" >"$work/rpmsign.log" 2>&1 || { cat "$work/rpmsign.log" >&2; return 1; }
+    # createrepo_c records each file's mtime: pin it too.
+    touch -d "@$SOURCE_DATE_EPOCH" "${rpms[@]}"
+  fi
+  createrepo_c --quiet --no-database --revision "$SOURCE_DATE_EPOCH" --set-timestamp-to-revision \
+    "$root" >/dev/null
+  sign_detached "$key" "$root/repodata/repomd.xml" "$root/repodata/repomd.xml.asc"
+}
+while read -r d; do
+  rpm_repo "${d%%/*}" "$d"
+done < <(
+  cd "$out"
+  find . -name '*.rpm' -printf '%h\n' | sed 's#/Packages$##' | cut -c3-
+  echo rocky/9/BaseOS/x86_64/os
+  echo rocky/9/AppStream/x86_64/os
+) | sort -u
+
+# --- the wrong-key repository -----------------------------------------------------
+# container-toolkit's packages, metadata re-signed by "wrongkey": with
+# container-toolkit's key trusted, apt and dnf must refuse it.
+if [ -d "$out/container-toolkit/stable" ]; then
+  mkdir -p "$out/wrongkey"
+  cp -a "$out/container-toolkit/stable" "$out/wrongkey/"
+  [ -d "$out/wrongkey/stable/deb/amd64" ] && sign_release wrongkey "$out/wrongkey/stable/deb/amd64"
+  f=$out/wrongkey/stable/rpm/x86_64/repodata/repomd.xml
+  [ -f "$f" ] && sign_detached wrongkey "$f" "$f.asc"
+fi
+
+# --- non-package artefacts (lab/mirror/build-mirror.sh) ------------------------------
+if [ -f "$here/mirror/build-mirror.sh" ]; then
+  sh "$here/mirror/build-mirror.sh" "$out"
+fi
+
+# nginx's workers are not root: everything served is world-readable.
+chmod -R a+rX "$out/keys" "$out/wrongkey" "$out/mirror" 2>/dev/null || true
+for r in $REPOS; do chmod -R a+rX "$out/$r"; done
 echo "$want" >"$out/.stamp"
-debs=("$out"/deb/*.deb) rpms=("$out"/rpm/*.rpm)
-echo "build-repo: $out/deb (${#debs[@]} debs), $out/rpm (${#rpms[@]} rpms)"
+for r in $REPOS; do
+  printf 'build-repo: %-18s %4d debs %4d rpms\n' "$r" \
+    "$(find "$out/$r" -name '*.deb' | wc -l)" "$(find "$out/$r" -name '*.rpm' | wc -l)"
+done

@@ -39,3 +39,5 @@ pkg_stage() {
   cp "$tmp/usr/bin/chronyc" "$1/usr/bin/chronyc"
   rm -rf "$tmp"
 }
+# Rocky 9's BaseOS.
+PKG_REPO=rocky/BaseOS

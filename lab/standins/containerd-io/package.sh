@@ -60,3 +60,5 @@ pkg_stage() {
   cp "$PKG_DIR/config.toml" "$1/etc/containerd/config.toml"
   rm -rf "$x"
 }
+# Docker's RHEL repository (Rocky's own archive has no containerd).
+PKG_REPO=docker

@@ -10,3 +10,5 @@ if [ -n "$PKG_VARIANT" ]; then
   PKG_DEB_DEPENDS="cuda-drivers (= $v-1)"
   PKG_RPM_REQUIRES="cuda-drivers = $v"
 fi
+# NVIDIA's CUDA repository (both formats).
+PKG_REPO=cuda

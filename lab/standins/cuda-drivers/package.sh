@@ -12,3 +12,5 @@ if [ -n "$PKG_VARIANT" ]; then
   PKG_DEB_DEPENDS="nvidia-driver-$PKG_VARIANT (= $v-1)"
   PKG_RPM_REQUIRES="nvidia-driver-cuda = $v, kmod-nvidia-latest-dkms = $v"
 fi
+# NVIDIA's CUDA repository (both formats).
+PKG_REPO=cuda

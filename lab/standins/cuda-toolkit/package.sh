@@ -33,3 +33,5 @@ pkg_stage() {
   printf '/* gpuctl lab stand-in: only the version macro of the real cuda.h. */\n#define CUDA_VERSION %d\n' \
     $((major * 1000 + minor * 10)) >"$d/include/cuda.h"
 }
+# NVIDIA's CUDA repository (both formats).
+PKG_REPO=cuda

@@ -20,3 +20,5 @@ pkg_stage() {
     "$PKG_DIR/cudnn_version.h.in" >"$1/usr/include/cudnn_version.h"
   ln -s libcudnn.so.9 "$1/usr/lib/x86_64-linux-gnu/libcudnn.so"
 }
+# NVIDIA's CUDA repository (both formats).
+PKG_REPO=cuda

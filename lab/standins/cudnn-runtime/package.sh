@@ -19,3 +19,5 @@ pkg_stage() {
     "unsigned long cudnnGetVersion(void) { return $((major * 10000 + minor * 100 + patch)); }"
   ln -s "libcudnn.so.$v" "$lib/libcudnn.so.9"
 }
+# NVIDIA's CUDA repository (both formats).
+PKG_REPO=cuda

@@ -9,3 +9,5 @@ if [ -n "$PKG_VARIANT" ]; then
   PKG_DEB_DEPENDS="libcudnn9-cuda-$CUDNN_CUDA (= $PKG_VERSION), libcudnn9-dev-cuda-$CUDNN_CUDA (= $PKG_VERSION)"
   PKG_RPM_REQUIRES="libcudnn9-cuda-$CUDNN_CUDA = $CUDNN_RELEASE, libcudnn9-devel-cuda-$CUDNN_CUDA = $CUDNN_RELEASE"
 fi
+# NVIDIA's CUDA repository (both formats).
+PKG_REPO=cuda

@@ -6,3 +6,5 @@ PKG_VERSION=3.6.1-1
 PKG_SUMMARY="NVIDIA DCGM exporter for Prometheus (stand-in)"
 PKG_DEB_DEPENDS="gpuctl-lab-common, python3, datacenter-gpu-manager"
 PKG_RPM_REQUIRES="gpuctl-lab-common, datacenter-gpu-manager"
+# NVIDIA's CUDA repository (both formats).
+PKG_REPO=cuda

@@ -5,3 +5,5 @@ PKG_VERSION=3.3.9-1
 PKG_SUMMARY="NVIDIA Data Center GPU Manager (stand-in dcgmi)"
 PKG_DEB_DEPENDS="gpuctl-lab-common, python3"
 PKG_RPM_REQUIRES="gpuctl-lab-common"
+# NVIDIA's CUDA repository (both formats).
+PKG_REPO=cuda

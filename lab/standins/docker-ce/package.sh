@@ -10,3 +10,5 @@ PKG_DEB_DEPENDS="python3, containerd.io | containerd"
 PKG_RPM_REQUIRES="containerd.io"
 # The real engine is split; one stand-in answers for the parts runbooks name.
 PKG_PROVIDES="docker-ce-cli (= 24.0.9-1), docker-engine"
+# Docker's own repositories.
+PKG_REPO=docker

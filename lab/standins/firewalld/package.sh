@@ -5,3 +5,5 @@ PKG_NAME=firewalld
 PKG_VERSION=1.3.4-2
 PKG_SUMMARY="firewalld (stand-in: records ports, filters nothing)"
 PKG_FORMATS=rpm
+# Rocky 9's BaseOS.
+PKG_REPO=rocky/BaseOS

@@ -7,3 +7,6 @@ PKG_SUMMARY="gpuctl lab: shared code of the Kubernetes stand-ins (API server, ku
 # python3 comes from the host root every lab node overlays; the Debian
 # package database knows it, the RPM one does not, so only .deb declares it.
 PKG_DEB_DEPENDS="python3"
+# Lab plumbing of the Kubernetes and helm stand-ins: in the distribution's archive.
+PKG_REPO_DEB=ubuntu/main
+PKG_REPO_RPM=rocky/AppStream

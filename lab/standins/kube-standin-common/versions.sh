@@ -17,3 +17,5 @@ pkg_stage() {
   mkdir -p "$1/usr/lib/gpuctl-lab/kube/versions"
   echo "${PKG_VERSION%-*}" >"$1/usr/lib/gpuctl-lab/kube/versions/$PKG_NAME"
 }
+# pkgs.k8s.io: one repository per Kubernetes minor.
+PKG_REPO=kubernetes/v${PKG_VARIANT:-1.30}

@@ -12,3 +12,5 @@ case "${PKG_VARIANT:-1.30}" in
   *) echo "kubernetes-cni: unknown variant $PKG_VARIANT" >&2; return 1 ;;
 esac
 PKG_SUMMARY="gpuctl lab stand-in: Binaries required to provision kubernetes container networking"
+# pkgs.k8s.io: one repository per Kubernetes minor.
+PKG_REPO=kubernetes/v${PKG_VARIANT:-1.30}

@@ -14,3 +14,5 @@ fi
 pkg_stage() {
   echo "$PKG_VARIANT" >"$1/usr/lib/gpuctl-lab/ofed-release"
 }
+# The Mellanox OFED repository of the release series (latest-23.10, latest-24.01).
+PKG_REPO=ofed/${PKG_VARIANT%%-*}

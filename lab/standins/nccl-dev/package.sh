@@ -19,3 +19,5 @@ pkg_stage() {
     >"$1/usr/include/nccl.h"
   ln -s libnccl.so.2 "$1/usr/lib/x86_64-linux-gnu/libnccl.so"
 }
+# NVIDIA's CUDA repository (both formats).
+PKG_REPO=cuda

@@ -17,3 +17,5 @@ pkg_stage() {
     "int ncclGetVersion(int *v) { *v = $((major * 10000 + minor * 100 + patch)); return 0; }"
   ln -s "libnccl.so.$v" "$lib/libnccl.so.2"
 }
+# NVIDIA's CUDA repository (both formats).
+PKG_REPO=cuda

@@ -7,3 +7,5 @@ PKG_VERSION=2.13.11-1
 PKG_SUMMARY="NCCL tests (stand-in all_reduce_perf and friends)"
 PKG_DEB_DEPENDS="gpuctl-lab-common, python3, libnccl2"
 PKG_RPM_REQUIRES="gpuctl-lab-common, libnccl"
+# NVIDIA's CUDA repository (both formats).
+PKG_REPO=cuda

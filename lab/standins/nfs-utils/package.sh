@@ -14,3 +14,5 @@ pkg_stage() {
   mkdir -p "$1/usr/lib/systemd/system"
   cp "$PKG_DIR/root/usr/lib/gpuctl-lab/nfs/nfs-server.service" "$1/usr/lib/systemd/system/"
 }
+# Rocky 9's BaseOS.
+PKG_REPO=rocky/BaseOS

@@ -14,3 +14,5 @@ pkg_stage() {
   mkdir -p "$1/usr/lib/gpuctl-lab"
   echo "$PKG_VARIANT" >"$1/usr/lib/gpuctl-lab/nvidia-container-toolkit-version"
 }
+# NVIDIA's container toolkit repository (libnvidia-container).
+PKG_REPO=container-toolkit

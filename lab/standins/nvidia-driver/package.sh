@@ -12,3 +12,5 @@ if [ -n "$PKG_VARIANT" ]; then
   PKG_DEB_DEPENDS="nvidia-dkms-$PKG_VARIANT (= $v), nvidia-utils-$PKG_VARIANT (= $v)"
   PKG_FORMATS=deb
 fi
+# Ubuntu's restricted component (nvidia-driver-550 is Ubuntu's own package).
+PKG_REPO=ubuntu/restricted

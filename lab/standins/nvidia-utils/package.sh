@@ -19,3 +19,6 @@ pkg_stage() {
   mkdir -p "$1/usr/lib/gpuctl-lab/nvidia"
   echo "${PKG_VERSION%-*}" >"$1/usr/lib/gpuctl-lab/nvidia/nvml-version"
 }
+# Ubuntu's restricted component; on Rocky, NVIDIA's CUDA repository.
+PKG_REPO_DEB=ubuntu/restricted
+PKG_REPO_RPM=cuda

@@ -8,3 +8,6 @@ PKG_VERSION=4.1.4-3
 PKG_SUMMARY="Open MPI launcher (stand-in mpirun over ssh)"
 PKG_DEB_DEPENDS="gpuctl-lab-common, python3, openssh-client"
 PKG_RPM_REQUIRES="gpuctl-lab-common"
+# Ubuntu's universe; Rocky's AppStream.
+PKG_REPO_DEB=ubuntu/universe
+PKG_REPO_RPM=rocky/AppStream

@@ -7,3 +7,6 @@ PKG_VERSION=24.01.0-0.38.gd185c9b.2401055
 PKG_SUMMARY="perftest RDMA bandwidth tests (stand-in ib_send_bw, ib_write_bw)"
 PKG_DEB_DEPENDS="gpuctl-lab-common, python3"
 PKG_RPM_REQUIRES="gpuctl-lab-common"
+# Ubuntu's universe; Rocky's AppStream (MLNX_OFED ships its own too).
+PKG_REPO_DEB=ubuntu/universe
+PKG_REPO_RPM=rocky/AppStream

@@ -12,3 +12,5 @@ PKG_PROVIDES="/bin/sh, /bin/bash, /usr/bin/sh, /usr/bin/bash, /usr/bin/python3,
   openssh-server, openssh-clients, procps-ng, kmod, which, sed, grep, gawk, tar,
   gzip, findutils, python3, dnf, rpm,
   rocky-release = 9.4, system-release = 9.4, system-release(releasever) = 9"
+# Rocky 9's BaseOS.
+PKG_REPO=rocky/BaseOS

@@ -82,3 +82,10 @@ pkg_stage() {
   # dpkg-deb -x gives the files' owners and modes; the builder normalises them.
   return 0
 }
+# MUNGE and Slurm come from EPEL on Rocky 9; their base libraries from Rocky's
+# own archive.
+case ${PKG_VARIANT:-} in
+  hwloc-libs) PKG_REPO=rocky/BaseOS ;;
+  compat-lua-libs) PKG_REPO=rocky/AppStream ;;
+  *) PKG_REPO=epel ;;
+esac
