@@ -105,11 +105,19 @@ EOF
   esac
 }
 
-# Package sources: Ubuntu-like nodes see only the lab's apt repository; the
-# host's lists and caches are hidden. base_apt_lists then fills the lists
-# from the lab repository, so they are fresh and their mtime means what it
-# says (an empty lists dir with a new mtime would make tools that honour a
-# cache age skip `apt-get update`).
+# Package sources: Ubuntu-like nodes see only their distribution's archive,
+# the lab's mirror of it on the lab's nginx (http.sh), signed by the lab's
+# "ubuntu" key, installed where Ubuntu keeps its archive key. Vendor
+# repositories (CUDA, the container toolkit, Kubernetes, ...) are not there
+# until gpuctl's repos.* steps add them, as on a fresh server. The host's
+# sources, pinning, keys and lists are hidden; base_apt_lists then fills the
+# lists from the archive, so they are fresh and their mtime means what it says
+# (an empty lists dir with a new mtime would make tools that honour a cache
+# age skip `apt-get update`).
+ubuntu_sources() { # keyring
+  printf '%s\n' "Types: deb" "URIs: $(lab_url)/ubuntu" "Suites: jammy" \
+    "Components: main restricted universe" "Signed-By: $1"
+}
 disk_ubuntu() {
   local u=$1 t
   os_release ubuntu-22.04 | layer_write "$u" /usr/lib/os-release
@@ -119,8 +127,12 @@ disk_ubuntu() {
   [ -e /etc/apt/sources.list ] && whiteout "$u" /etc/apt/sources.list
   opaque "$u" /etc/apt/sources.list.d
   opaque "$u" /etc/apt/preferences.d
-  echo "deb [trusted=yes] file:/srv/gpuctl-repo/deb ./" |
-    layer_write "$u" /etc/apt/sources.list.d/gpuctl-lab.list
+  opaque "$u" /etc/apt/trusted.gpg.d
+  [ -e /etc/apt/trusted.gpg ] && whiteout "$u" /etc/apt/trusted.gpg
+  ubuntu_sources /usr/share/keyrings/ubuntu-archive-keyring.gpg |
+    layer_write "$u" /etc/apt/sources.list.d/ubuntu.sources
+  layer_dir "$u" /usr/share/keyrings
+  cp "$LAB_REPO/keys/ubuntu.gpg" "$u/usr/share/keyrings/ubuntu-archive-keyring.gpg" # binary
   opaque "$u" /var/lib/apt/lists
   layer_dir "$u" /var/lib/apt/lists/partial
   opaque "$u" /var/cache/apt
@@ -151,25 +163,46 @@ disk_ubuntu_nfs() {
     layer_write "$u" /etc/dpkg/dpkg.cfg.d/gpuctl-lab-nfs
 }
 
-# Rocky-like nodes: dnf/rpm see only the lab's rpm repository; the rpm
-# database lives where Rocky keeps it (Debian's rpm defaults to ~/.rpmdb), and
-# first boot installs gpuctl-lab-rocky-base so later rpms resolve.
+# Rocky-like nodes: dnf/rpm see only Rocky's BaseOS and AppStream, the lab's
+# mirror of them on the lab's nginx, every package signed by the lab's
+# "rocky" key, installed where Rocky keeps its own (RPM-GPG-KEY-Rocky-9). The
+# rpm database lives where Rocky keeps it (Debian's rpm defaults to ~/.rpmdb),
+# and first boot installs gpuctl-lab-rocky-base so later rpms resolve.
+# metadata_expire=0: a rebuilt repository is seen at once (dnf would otherwise
+# use its cached checksums against the new files).
 disk_rocky() {
-  local u=$1 t
+  local u=$1 t url
+  url=$(lab_url)
   os_release rocky-9 | layer_write "$u" /usr/lib/os-release
   for t in /etc/redhat-release /etc/rocky-release /etc/system-release; do
     echo "Rocky Linux release 9.4 (Blue Onyx)" | layer_write "$u" "$t"
   done
   echo "9" | layer_write "$u" /etc/dnf/vars/releasever
   opaque "$u" /etc/yum.repos.d
-  layer_write "$u" /etc/yum.repos.d/gpuctl-lab.repo <<'EOF'
-[gpuctl-lab]
-name=gpuctl lab repository
-baseurl=file:///srv/gpuctl-repo/rpm
+  layer_write "$u" /etc/yum.repos.d/rocky.repo <<EOF
+# gpuctl-lab: Rocky Linux 9's own repositories, from the lab's mirror.
+[baseos]
+name=Rocky Linux \$releasever - BaseOS
+baseurl=$url/rocky/\$releasever/BaseOS/\$basearch/os/
+gpgcheck=1
 enabled=1
-gpgcheck=0
 metadata_expire=0
+gpgkey=file:///etc/pki/rpm-gpg/RPM-GPG-KEY-Rocky-9
+
+[appstream]
+name=Rocky Linux \$releasever - AppStream
+baseurl=$url/rocky/\$releasever/AppStream/\$basearch/os/
+gpgcheck=1
+enabled=1
+metadata_expire=0
+gpgkey=file:///etc/pki/rpm-gpg/RPM-GPG-KEY-Rocky-9
 EOF
+  opaque "$u" /etc/pki/rpm-gpg
+  # Rocky 9's dnf.conf: with Debian's, dnf skips a repository it cannot read
+  # (a bad signature) and exits 0; Rocky's says skip_if_unavailable=False.
+  printf '%s\n' "[main]" "gpgcheck=1" "installonly_limit=3" "clean_requirements_on_remove=True" \
+    "best=True" "skip_if_unavailable=False" | layer_write "$u" /etc/dnf/dnf.conf
+  layer_write "$u" /etc/pki/rpm-gpg/RPM-GPG-KEY-Rocky-9 <"$LAB_REPO/keys/rocky.asc"
   echo "%_dbpath /var/lib/rpm" | layer_write "$u" /etc/rpm/macros.gpuctl-lab
   opaque "$u" /var/lib/rpm
   opaque "$u" /var/cache/dnf
@@ -289,23 +322,19 @@ profile_env() {
     "FAULTS=\"$N_FAULTS\""
 }
 
-# Fills the base layer's apt lists from the lab repository, once per lab
-# instead of once per node: `apt-get update` on the host, in a private mount
-# namespace where the repository sits at /srv/gpuctl-repo as in the nodes.
+# Fills the base layer's apt lists from the lab's Ubuntu archive, once per lab
+# instead of once per node: `apt-get update` on the host against the same URL
+# the nodes use (the lists' file names come from it), checked with the same
+# key (nginx is up: http_ensure runs first).
 base_apt_lists() {
   local b=$1 tmp
   tmp=$(mktemp -d)
   mkdir -p "$tmp/parts" "$tmp/cache"
-  echo "deb [trusted=yes] file:/srv/gpuctl-repo/deb ./" >"$tmp/sources.list"
-  # shellcheck disable=SC2016  # expanded by the inner sh
-  unshare --mount --propagation private sh -c '
-    mount -t tmpfs -o size=1m tmpfs /srv && mkdir /srv/gpuctl-repo &&
-    mount --bind -o ro "$1" /srv/gpuctl-repo &&
-    apt-get update -qq -o Dir::Etc::SourceList="$2/sources.list" -o Dir::Etc::SourceParts="$2/parts" \
-      -o Dir::State::Lists="$3" -o Dir::Cache="$2/cache" -o APT::Update::Error-Mode=any \
-      -o "APT::Update::Post-Invoke-Success::=" -o "APT::Update::Post-Invoke::="' \
-    sh "$LAB_REPO" "$tmp" "$b/var/lib/apt/lists" >"$tmp/log" 2>&1 ||
-    warn "apt-get update for the base layer failed: $(tail -n 3 "$tmp/log")"
+  ubuntu_sources "$LAB_REPO/keys/ubuntu.gpg" >"$tmp/parts/ubuntu.sources"
+  apt-get update -qq -o Dir::Etc::SourceList=/dev/null -o Dir::Etc::SourceParts="$tmp/parts" \
+    -o Dir::State::Lists="$b/var/lib/apt/lists" -o Dir::Cache="$tmp/cache" -o APT::Update::Error-Mode=any \
+    -o APT::Sandbox::User=root -o "APT::Update::Post-Invoke-Success::=" -o "APT::Update::Post-Invoke::=" \
+    >"$tmp/log" 2>&1 || warn "apt-get update for the base layer failed: $(tail -n 3 "$tmp/log")"
   rm -rf "$tmp"
 }
 
@@ -328,14 +357,15 @@ dev_skeleton() {
 }
 
 # Builds state/base-<os> for this lab (nodes off); kept while its inputs (node
-# table, lab key, this file, layer.sh, firstboot.sh, the repository, the
-# host's enabled units) are unchanged.
+# table, lab key, this file, layer.sh, firstboot.sh, the repository and its
+# keys, the mirror's URL, the host's enabled units) are unchanged.
 base_prepare() {
   local os=$1 b hash
   b=$LAB_STATE/base-$os
   hash=$(cat "$LAB_TABLE" "$LAB_STATE/ssh/id_ed25519.pub" "$LAB_LIB/disk.sh" "$LAB_LIB/layer.sh" \
     "$LAB_LIB/firstboot.sh" "$LAB_LIB"/../standins/nfs-utils/root/usr/lib/gpuctl-lab/nfs/* \
-    "$LAB_REPO/.source-hash" <(echo "$os" /etc/systemd/system/*.wants/*) | sha256sum)
+    "$LAB_REPO/.source-hash" "$LAB_REPO/keys/FINGERPRINTS" "$LAB_LIB/http.sh" \
+    <(echo "$os" "$(lab_url)" /etc/systemd/system/*.wants/*) | sha256sum)
   [ -d "$b" ] && [ "$(read_file "$b.hash")" = "$hash" ] && return 0
   rm -rf --one-file-system "$b"
   mkdir -p "$b"

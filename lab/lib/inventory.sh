@@ -69,6 +69,7 @@ slurm:
     - {name: h100, nodes: [worker2]}
 EOF
     fi
+    inventory_sources # repositories: and mirrors: on the lab's nginx (http.sh)
     echo "nodes:"
     while IFS=$'\t' read -r name addr os roles model count _mem ib _faults; do
       printf '  - name: %s\n    address: %s\n    os: %s\n    roles: [%s]\n' \

@@ -128,6 +128,7 @@ cmd_down() {
   need_root
   lab_lock
   lab_down
+  http_release # the last lab down stops the lab's nginx (http.sh)
   if ((purge)) && [ -d "$LAB_STATE" ]; then
     if awk -v s="$LAB_STATE/" 'index($2, s) == 1 { found = 1 } END { exit !found }' /proc/self/mounts; then
       die "something is still mounted under $LAB_STATE; not purging"
@@ -235,7 +236,7 @@ cmd_up() {
   done
   need_root
   need_tools ip unshare nsenter setpriv pivot_root flock ssh-keygen ssh-keyscan sshd \
-    createrepo_c /usr/bin/python3
+    createrepo_c /usr/bin/python3 nginx gpg
   [ -x /lib/systemd/systemd ] || die "systemd is not installed (scripts/install-deps.sh lab)"
   lab_lock
   local t0 table n os v
@@ -267,6 +268,7 @@ cmd_up() {
   host_limits "$n"
   log "lab '$LAB_NAME': $n nodes on $(lab_net).0/24, bridge $LAB_BRIDGE, state $LAB_STATE"
   net_up_bridge "$(lab_net)"
+  http_ensure # the nodes' package mirror (http.sh); base_prepare fetches from it
   net_up_nodes
   LAB_MASTER_ADDR=$(awk -F'\t' '$4 ~ /(^|,)master(,|$)/ { print $2; exit }' "$LAB_TABLE")
   dev_skeleton

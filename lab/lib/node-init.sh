@@ -16,16 +16,16 @@
 #   /dev         tmpfs with null, zero, full, random, urandom, tty, a private
 #                devpts, shm
 #   /run, /tmp   tmpfs
-#   /srv/gpuctl-repo  the lab's package repository, read-only
 #   /srv/gpuctl-lab-nfs  the lab's NFS store (STATE/nfs), read-write
-#   the lab's state directory is hidden (it holds the lab's private key)
+#   the lab home is hidden (it holds the lab's private key and the package
+#   repository: nodes fetch packages over HTTP, as from a site's mirror)
 # Then pivot_root into it, detach the host's tree, drop the capabilities that
 # act on the shared kernel (modules, clock), and exec systemd.
 set -euo pipefail
 
 node_dir=$1
 # shellcheck source=/dev/null
-. "$node_dir/boot.env" # NODE LAB_NAME BOOT BOOT_ID UPPER WORK BASE DEVSKEL MERGED REPO NFS_STORE HIDE
+. "$node_dir/boot.env" # NODE LAB_NAME BOOT BOOT_ID UPPER WORK BASE DEVSKEL MERGED NFS_STORE HIDE
 
 m=$MERGED
 hostname "$NODE"
@@ -65,8 +65,6 @@ cp -a "$DEVSKEL/." "$m/dev/"
 mount -t devpts -o newinstance,ptmxmode=0666,mode=620,gid=5 devpts "$m/dev/pts"
 mount -t tmpfs -o mode=1777,nosuid,nodev,size=64m tmpfs "$m/dev/shm"
 
-mkdir -p "$m/srv/gpuctl-repo"
-mount --bind -o ro "$REPO" "$m/srv/gpuctl-repo"
 # The lab's NFS store, read-write and the same directory in every node: the
 # simulated NFS transport (nfsd-sim publishes exports there, mount.nfs binds
 # them; docs/lab.md, NFS).

@@ -18,6 +18,15 @@
 # unshare.pid, supervisor.pid, boot.env, console.log (the node's console).
 set -uo pipefail
 
+# A supervisor lives as long as its node: it must not keep any descriptor the
+# command that started the lab had open (a caller's `flock FILE gpuctl-lab up`
+# lock would otherwise stay held until the lab is down).
+for _fd in "/proc/$$/fd"/*; do
+  _fd=${_fd##*/}
+  if [ "$_fd" -gt 2 ] 2>/dev/null; then eval "exec $_fd>&-"; fi
+done
+unset _fd
+
 LAB_LIB=$(dirname "$(realpath "$0")")
 # shellcheck source=common.sh
 . "$LAB_LIB/common.sh"
@@ -52,7 +61,6 @@ WORK=$d/work
 BASE=$LAB_STATE/base-$(cat "$d/os")
 DEVSKEL=$LAB_STATE/dev
 MERGED=$d/merged
-REPO=$LAB_REPO
 NFS_STORE=$LAB_STATE/nfs
 HIDE="$(dirname "$LAB_STATE")"
 EOF

@@ -79,11 +79,12 @@ class KubernetesLabTest : public test::LabCase {
           "  gpu_operator_chart: /srv/gpuctl-mirror/gpu-operator-v24.3.0.tgz\n"
           "  registries:\n"
           "    \"*\": http://registry.lab.invalid:5000\n";
-      if (text.find("\npolicy:\n") != std::string::npos) {
-        text.replace(text.find("\npolicy:\n"), 9, "\npolicy:\n  air_gapped: true\n");
-      } else {
-        text += "policy:\n  air_gapped: true\n";
-      }
+    }
+    // The lab writes no policy (tests add their own): this one is air-gapped.
+    if (text.find("\npolicy:\n") != std::string::npos) {
+      text.replace(text.find("\npolicy:\n"), 9, "\npolicy:\n  air_gapped: true\n");
+    } else {
+      text += "policy:\n  air_gapped: true\n";
     }
     std::ofstream(inventory_) << text;
     const Result validate = Gpuctl("validate");

@@ -123,30 +123,123 @@ TEST_F(LabTest, EachNodeServesItsOwnHostKeyListedInKnownHosts) {
   EXPECT_NE(served["master1"], served["worker1"]);
 }
 
-TEST_F(LabTest, UbuntuNodeSeesOnlyTheLabAptRepository) {
+// A fresh node's package sources are its distribution's archive only: the
+// lab's signed mirror of it, trusted through the key where Ubuntu keeps its
+// own, fetched over HTTP from the lab's nginx (never through the file system).
+TEST_F(LabTest, UbuntuNodeSeesOnlyItsDistributionsArchive) {
   const Result r =
       lab().Ssh("worker1",
                 ". /etc/os-release; echo $ID $VERSION_ID; "
-                "cat /etc/apt/sources.list.d/*; ls /etc/apt/sources.list 2>&1 | wc -l; "
-                "command -v dnf || echo no-dnf");
+                "ls /etc/apt/sources.list.d; ls /etc/apt/sources.list 2>&1 | wc -l; "
+                "grep -h '^URIs\\|^Signed-By\\|^Components' /etc/apt/sources.list.d/*; "
+                "grep -rl 'trusted=yes' /etc/apt || echo not-trusted-blindly; "
+                "ls /srv/gpuctl-repo 2>&1 | wc -l; command -v dnf || echo no-dnf");
   ASSERT_EQ(r.status, 0) << r.out;
-  EXPECT_EQ(r.out, "ubuntu 22.04\ndeb [trusted=yes] file:/srv/gpuctl-repo/deb ./\n1\nno-dnf\n");
-  EXPECT_EQ(lab().Ssh("worker1", "apt-get update -qq").status, 0);
+  const std::string url = "http://" +
+                          lab().Env("LAB_SUBNET").substr(0, lab().Env("LAB_SUBNET").rfind(".0/")) +
+                          ".1:8642";
+  EXPECT_EQ(r.out, "ubuntu 22.04\nubuntu.sources\n1\nURIs: " + url +
+                       "/ubuntu\nComponents: main restricted universe\n"
+                       "Signed-By: /usr/share/keyrings/ubuntu-archive-keyring.gpg\n"
+                       "not-trusted-blindly\n1\nno-dnf\n");
+  // apt checks the archive's InRelease against that key (a bad signature
+  // would make apt-get update fail here).
+  const Result update =
+      lab().Ssh("worker1", "apt-get update -q -o APT::Update::Error-Mode=any 2>&1");
+  EXPECT_EQ(update.status, 0) << update.out;
+  EXPECT_NE(update.out.find(url + "/ubuntu jammy InRelease"), std::string::npos) << update.out;
 }
 
 TEST_F(LabTest, RockyNodeHasRockyReleaseAndABaseRpm) {
   const Result r =
       lab().Ssh("worker2",
                 ". /etc/os-release; echo $ID $VERSION_ID; cat /etc/dnf/vars/releasever; "
-                "ls /etc/yum.repos.d; command -v apt-get || echo no-apt");
+                "ls /etc/yum.repos.d; grep -c '^gpgcheck=1$' /etc/yum.repos.d/rocky.repo; "
+                "ls /etc/pki/rpm-gpg; command -v apt-get || echo no-apt");
   ASSERT_EQ(r.status, 0) << r.out;
-  EXPECT_EQ(r.out, "rocky 9.4\n9\ngpuctl-lab.repo\nno-apt\n");
-  if (!fs::exists(std::string(GPUCTL_SOURCE_DIR) + "/lab/build-repo.sh")) {
-    GTEST_SKIP() << "lab/build-repo.sh (the stand-ins' repository builder) is not merged yet: "
-                    "the repository is empty, so gpuctl-lab-rocky-base cannot be installed";
-  }
-  const Result rpm = lab().Ssh("worker2", "rpm -q gpuctl-lab-rocky-base");
+  EXPECT_EQ(r.out, "rocky 9.4\n9\nrocky.repo\n2\nRPM-GPG-KEY-Rocky-9\nno-apt\n");
+  // Installed on first boot by dnf from BaseOS, its signature checked.
+  const Result rpm =
+      lab().Ssh("worker2", "rpm -q gpuctl-lab-rocky-base && rpm -q gpg-pubkey | wc -l");
   EXPECT_EQ(rpm.status, 0) << rpm.out;
+  EXPECT_EQ(rpm.out, "gpuctl-lab-rocky-base-9.4-1.noarch\n1\n");
+}
+
+// The lab starts where a real server starts: vendor packages are not
+// installable until gpuctl's repository step adds the vendor's repository
+// (the lab's mirror of it, signed by its own key, which the inventory pins);
+// a repository signed by another key, or a key other than the pinned one, is
+// refused.
+TEST_F(LabTest, VendorPackagesNeedTheirRepositoryStepAndItsKey) {
+  const auto gpuctl = [](const std::string& args) {
+    return Shell(std::string("NO_COLOR=1 ") + GPUCTL_BINARY + " " + args + " 2>&1 </dev/null");
+  };
+  const std::string inventory = lab().Env("LAB_INVENTORY");
+  const std::string text = ReadFile(inventory);
+  ASSERT_NE(text.find("\nrepositories:\n  cuda:\n"), std::string::npos) << text;
+  // Fresh nodes: no such package, on either family.
+  const std::string apt_cuda = "apt-get install -s -q cuda-toolkit-12-4 2>&1";
+  const std::string dnf_cuda = "dnf -q list --available cuda-toolkit-12-4 2>&1";
+  Result before = lab().Ssh("worker1", apt_cuda);
+  EXPECT_NE(before.status, 0) << before.out;
+  EXPECT_NE(before.out.find("Unable to locate package cuda-toolkit-12-4"), std::string::npos)
+      << before.out;
+  before = lab().Ssh("worker2", dnf_cuda);
+  EXPECT_NE(before.status, 0) << before.out;
+  EXPECT_NE(before.out.find("No matching Packages"), std::string::npos) << before.out;
+
+  const fs::path runs = fs::path(lab().Env("LAB_STATE")) / "test-runs";
+  fs::create_directories(runs);
+  const Result apply = gpuctl("--only repos.cuda apply --yes --run-dir " +
+                              Quote((runs / "cuda").string()) + " " + Quote(inventory));
+  ASSERT_EQ(apply.status, 0) << apply.out;
+  Result after = lab().Ssh("worker1", apt_cuda);
+  EXPECT_EQ(after.status, 0) << after.out;
+  EXPECT_NE(after.out.find("Inst cuda-toolkit-12-4 (12.4.1-1"), std::string::npos) << after.out;
+  after =
+      lab().Ssh("worker2", "dnf -y -q install cuda-toolkit-12-4 2>&1 && rpm -q cuda-toolkit-12-4");
+  EXPECT_EQ(after.status, 0) << after.out;
+  EXPECT_NE(after.out.find("cuda-toolkit-12-4-12.4.1-1.noarch"), std::string::npos) << after.out;
+
+  // The toolkit's repository pointed at a copy whose metadata another key
+  // signed: apt and dnf refuse it, and the step fails on both families.
+  std::string wrong = text;
+  const std::string ct_url = "/container-toolkit\n    key:";
+  ASSERT_NE(wrong.find(ct_url), std::string::npos);
+  wrong.replace(wrong.find(ct_url), ct_url.size(), "/wrongkey\n    key:");
+  std::ofstream(runs / "wrong-signature.yaml") << wrong;
+  const Result refused = gpuctl("--only repos.container-toolkit apply --yes --run-dir " +
+                                Quote((runs / "wrong-signature").string()) + " " +
+                                Quote((runs / "wrong-signature.yaml").string()));
+  EXPECT_NE(refused.status, 0) << refused.out;
+  EXPECT_NE(refused.out.find("NO_PUBKEY"), std::string::npos) << refused.out;      // apt
+  EXPECT_NE(refused.out.find("GPG signature"), std::string::npos) << refused.out;  // dnf
+
+  // The key served is not the one the inventory pins: refused, naming both.
+  std::string other = text;
+  const std::string ct_key = "/keys/container-toolkit.asc";
+  ASSERT_NE(other.find(ct_key), std::string::npos);
+  other.replace(other.find(ct_key), ct_key.size(), "/keys/wrongkey.asc");
+  std::ofstream(runs / "wrong-key.yaml") << other;
+  const Result pinned = gpuctl("--only repos.container-toolkit apply --yes --run-dir " +
+                               Quote((runs / "wrong-key").string()) + " " +
+                               Quote((runs / "wrong-key.yaml").string()));
+  EXPECT_NE(pinned.status, 0) << pinned.out;
+  std::string wrong_fpr;
+  std::string ct_fpr;
+  std::istringstream fingerprints(
+      ReadFile(fs::path(lab().Env("LAB_STATE")).parent_path() / "repo/keys/FINGERPRINTS"));
+  for (std::string name, fpr; fingerprints >> name >> fpr;) {
+    if (name == "wrongkey") wrong_fpr = fpr;
+    if (name == "container-toolkit") ct_fpr = fpr;
+  }
+  ASSERT_FALSE(wrong_fpr.empty());
+  EXPECT_NE(pinned.out.find("its fingerprint is " + wrong_fpr + ", the inventory pins " + ct_fpr),
+            std::string::npos)
+      << pinned.out;
+  const Result installable =
+      lab().Ssh("worker1", "apt-get install -s -q nvidia-container-toolkit 2>&1");
+  EXPECT_NE(installable.status, 0) << "a refused repository is in use:\n" << installable.out;
 }
 
 TEST_F(LabTest, RebootIsRealAndKeepsTheDisk) {
