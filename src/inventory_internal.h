@@ -8,6 +8,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "gpuctl/inventory.h"
+#include "gpuctl/value_kinds.h"  // the kinds each reader checks values against
 #include "gpuctl/yaml_source.h"
 
 namespace gpuctl::detail {
@@ -49,13 +50,6 @@ void ReadMirrors(yaml::Source& source, yaml::MapReader& m, Inventory& inventory,
 // registries its images come from).
 void CheckAirGappedMirrors(yaml::Source& source, const Inventory& inventory,
                            const InventoryMarks& marks);
-
-// Why `text` is not an http(s) URL with a host (and no credentials, and only
-// characters a URL needs: no whitespace, quotes, `$`, backticks, `;`, `..`),
-// or empty when it is one (inventory_mirrors.cpp; repositories use it too).
-std::string UrlProblem(std::string_view text);
-// Why `text` is not an absolute path of such characters, or empty.
-std::string PathProblem(std::string_view text);
 
 // The `repositories:` block (inventory_repositories.cpp): url, key and
 // fingerprint of each known repository, checked by kind.

@@ -3,8 +3,9 @@
 // Every value here ends up in a script (exported, shell-quoted) and in a
 // command line on the master (kubectl -f, helm repo add, helm install) or in
 // a file containerd reads (hosts.toml). So each is checked by kind before it
-// gets that far: URLs are http(s) with a host and only characters a URL needs;
-// paths are absolute with no `..`; registries are the five gpuctl knows.
+// gets that far (value_kinds.h): URLs are http(s) with a host and only
+// characters a URL needs; paths are absolute with no `..`; registries are the
+// five gpuctl knows.
 #include <algorithm>
 #include <string>
 #include <string_view>
@@ -29,110 +30,6 @@ namespace {
 using yaml::MapReader;
 using yaml::Scalar;
 
-constexpr int kMaxPort = 65535;
-
-// Characters a mirror URL's path or a path on the master may hold: enough for
-// real mirror layouts (versions, %-escapes, ~user, a:b) and nothing a shell,
-// TOML string or YAML scalar would read specially ($, `, quotes, \, ;, &, |,
-// spaces, newlines, #, ?).
-bool SafeChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-         std::string_view("-._~/%+:@=,").find(c) != std::string_view::npos;
-}
-
-// The first character that is not allowed, described for a message; empty
-// when all are fine.
-std::string BadChar(std::string_view text) {
-  for (char c : text) {
-    if (SafeChar(c)) {
-      continue;
-    }
-    if (c == '\n' || c == '\r') return "a line break";
-    if (c == ' ' || c == '\t') return "whitespace";
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return "a control character";
-    return fmt::format("'{}'", c);
-  }
-  return "";
-}
-
-bool HasDotDot(std::string_view path) {
-  std::size_t start = 0;
-  while (start <= path.size()) {
-    const std::size_t slash = path.find('/', start);
-    const std::size_t end = slash == std::string_view::npos ? path.size() : slash;
-    if (path.substr(start, end - start) == "..") {
-      return true;
-    }
-    if (slash == std::string_view::npos) {
-      break;
-    }
-    start = slash + 1;
-  }
-  return false;
-}
-
-}  // namespace
-
-// Why `text` is not an http(s) URL with a host, or empty when it is one.
-std::string UrlProblem(std::string_view text) {
-  std::string_view rest;
-  if (text.rfind("http://", 0) == 0) {
-    rest = text.substr(7);
-  } else if (text.rfind("https://", 0) == 0) {
-    rest = text.substr(8);
-  } else {
-    return "expected an http:// or https:// URL (host[:port][/path])";
-  }
-  // The whole URL first: a hostile value is named by its worst character,
-  // whichever part it hides in.
-  if (const std::string bad = BadChar(rest); !bad.empty()) {
-    return fmt::format("a URL may not contain {}", bad);
-  }
-  const std::size_t slash = rest.find('/');
-  std::string_view authority = rest.substr(0, slash);
-  const std::string_view path = slash == std::string_view::npos ? "" : rest.substr(slash);
-  if (authority.find('@') != std::string_view::npos) {
-    return "a mirror URL may not carry credentials (user@)";
-  }
-  std::string_view host = authority;
-  if (const std::size_t colon = authority.rfind(':'); colon != std::string_view::npos) {
-    host = authority.substr(0, colon);
-    const std::string_view port = authority.substr(colon + 1);
-    const bool digits =
-        !port.empty() && port.size() <= 5 &&
-        std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; });
-    if (!digits || std::stoi(std::string(port)) < 1 || std::stoi(std::string(port)) > kMaxPort) {
-      return fmt::format("invalid port '{}' (1-65535)", port);
-    }
-  }
-  if (host.empty()) {
-    return "the URL has no host";
-  }
-  if (!IsHostname(host) && !IsIpv4(host)) {
-    return fmt::format("invalid host '{}' in the URL", host);
-  }
-  if (HasDotDot(path)) {
-    return "a URL path may not contain '..'";
-  }
-  return "";
-}
-
-// Why `text` is not an absolute path gpuctl can pass on, or empty.
-std::string PathProblem(std::string_view text) {
-  if (text.empty() || text.front() != '/') {
-    return "expected an http(s) URL or an absolute path on the master";
-  }
-  if (const std::string bad = BadChar(text); !bad.empty()) {
-    return fmt::format("a path may not contain {}", bad);
-  }
-  if (HasDotDot(text)) {
-    return "a path may not contain '..'";
-  }
-  return "";
-}
-
-namespace {
-
 bool IsUrl(std::string_view text) {
   return text.rfind("http", 0) == 0 && text.find("://") != std::string_view::npos;
 }
@@ -149,7 +46,10 @@ bool UrlOrPath(yaml::Source& source, MapReader& m, std::string_view key, std::st
   }
   // Never quote a rejected value whole: it may hold a line break or an
   // escape that would garble the message; the problem names the culprit.
-  const std::string problem = IsUrl(v->text) ? UrlProblem(v->text) : PathProblem(v->text);
+  std::string problem = IsUrl(v->text) ? UrlProblem(v->text) : AbsolutePathProblem(v->text);
+  if (!IsUrl(v->text) && (v->text.empty() || v->text.front() != '/')) {
+    problem = "expected an http(s) URL or an absolute path on the master";
+  }
   if (!problem.empty()) {
     source.Error(v->where, fmt::format("invalid mirrors.{}: {}", key, problem));
     return false;

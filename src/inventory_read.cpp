@@ -16,6 +16,7 @@ namespace {
 
 using yaml::MapReader;
 using yaml::Scalar;
+using ValueKind = std::string (*)(std::string_view);
 
 // Functions rather than globals: a throwing static initialiser could not be
 // caught (cert-err58-cpp).
@@ -70,13 +71,46 @@ class Reader {
   void EnvName(MapReader& m, std::string_view key, std::string& out);
   void Address(MapReader& m, std::string_view key, std::string& out, SourceLocation& where);
   void Cidr(MapReader& m, std::string_view key, std::string& out);
-  void AbsolutePath(MapReader& m, std::string_view key, std::string& out);
+  // An absolute path on a node; `what` names it in messages. `/` itself is
+  // refused where it would be the whole file system (an export, a mount point).
+  void AbsolutePath(MapReader& m, std::string_view key, std::string_view what, std::string& out,
+                    bool root_ok);
+
+  // Whether `v` is a value of `kind`; if not, reports "invalid <what>
+  // ['value']: <problem>" at the value (the value only when printable, see
+  // ShownValue).
+  bool Valid(const Scalar& v, std::string_view what, ValueKind kind);
+  // Reads `key` into `out` when it is a value of `kind` (an invalid value
+  // leaves `out` as it was: later checks never see, or quote, it). Empty
+  // text is taken as it is when `empty_ok`.
+  void ReadKind(MapReader& m, std::string_view key, std::string_view what, ValueKind kind,
+                std::string& out, bool empty_ok = false);
 
   yaml::Source& source_;
   Inventory& inv_;
   InventoryMarks& marks_;
   std::filesystem::path base_;
 };
+
+bool Reader::Valid(const Scalar& v, std::string_view what, ValueKind kind) {
+  const std::string problem = kind(v.text);
+  if (problem.empty()) {
+    return true;
+  }
+  source_.Error(v.where, fmt::format("invalid {}{}: {}", what, ShownValue(v.text), problem));
+  return false;
+}
+
+void Reader::ReadKind(MapReader& m, std::string_view key, std::string_view what, ValueKind kind,
+                      std::string& out, bool empty_ok) {
+  auto v = m.String(key);
+  if (!v) {
+    return;
+  }
+  if ((empty_ok && v->text.empty()) || Valid(*v, what, kind)) {
+    out = v->text;
+  }
+}
 
 std::string Reader::ResolvePath(const std::string& text) const {
   if (text.empty()) {
@@ -96,7 +130,7 @@ void Reader::EnvName(MapReader& m, std::string_view key, std::string& out) {
     return;
   }
   // Empty is allowed so that a node can drop a cluster-wide setting.
-  if (!v->text.empty() && !IsEnvVarName(v->text)) {
+  if (!v->text.empty() && !EnvVarNameProblem(v->text).empty()) {
     // Never echo the value: someone who got this wrong may have pasted the
     // secret itself.
     source_.Error(v->where, fmt::format("'{}' must name an environment variable (letters, "
@@ -113,12 +147,9 @@ void Reader::Address(MapReader& m, std::string_view key, std::string& out, Sourc
     return;
   }
   where = v->where;
-  if (!IsAddress(v->text)) {
-    source_.Error(v->where, fmt::format("invalid address '{}': expected an IPv4 address, an "
-                                        "IPv6 address or a host name",
-                                        v->text));
+  if (Valid(*v, "address", AddressProblem)) {
+    out = v->text;
   }
-  out = v->text;
 }
 
 void Reader::Cidr(MapReader& m, std::string_view key, std::string& out) {
@@ -126,21 +157,20 @@ void Reader::Cidr(MapReader& m, std::string_view key, std::string& out) {
   if (!v) {
     return;
   }
-  if (!IsCidr(v->text)) {
-    source_.Error(v->where, fmt::format("invalid CIDR '{}': expected an address and a prefix "
-                                        "length, like 10.244.0.0/16",
-                                        v->text));
+  if (Valid(*v, "CIDR", CidrProblem)) {
+    out = v->text;
   }
-  out = v->text;
 }
 
-void Reader::AbsolutePath(MapReader& m, std::string_view key, std::string& out) {
+void Reader::AbsolutePath(MapReader& m, std::string_view key, std::string_view what,
+                          std::string& out, bool root_ok) {
   auto v = m.String(key);
-  if (!v) {
+  if (!v || !Valid(*v, what, AbsolutePathProblem)) {
     return;
   }
-  if (v->text.empty() || v->text.front() != '/') {
-    source_.Error(v->where, fmt::format("expected an absolute path, got '{}'", v->text));
+  if (!root_ok && v->text.find_first_not_of('/') == std::string::npos) {
+    source_.Error(v->where, fmt::format("invalid {} '/': the node's whole file system", what));
+    return;
   }
   out = v->text;
 }
@@ -152,10 +182,12 @@ void Reader::Top(const YAML::Node& root) {
   }
   top.Require({"cluster", "nodes"});
   if (auto cluster = top.String("cluster")) {
+    // It names gpuctl's state directory for the cluster: one safe component.
     if (cluster->text.empty()) {
       source_.Error(cluster->where, "expected a cluster name, got an empty string");
+    } else if (Valid(*cluster, "cluster name", ClusterNameProblem)) {
+      inv_.cluster = cluster->text;
     }
-    inv_.cluster = cluster->text;
   }
   if (auto ssh = top.Map("ssh", SshKeys())) {
     Ssh(*ssh, inv_.ssh);
@@ -218,23 +250,25 @@ void Reader::Ssh(MapReader& m, SshSettings& ssh) {
   if (auto user = m.String("user")) {
     if (user->text.empty()) {
       source_.Error(user->where, "expected a user name, got an empty string");
+    } else if (Valid(*user, "ssh user", UserNameProblem)) {
+      ssh.user = user->text;
     }
-    ssh.user = user->text;
   }
   m.Read("port", ssh.port, 1, kMaxPort);
-  if (auto v = m.String("identity_file")) {
+  if (auto v = m.String("identity_file"); v && Valid(*v, "identity_file", LocalPathProblem)) {
     ssh.identity_file = ResolvePath(v->text);
   }
   m.Read("become", ssh.become);
   EnvName(m, "become_password_env", ssh.become_password_env);
   if (auto v = m.String("jump_host")) {
     if (!v->text.empty() && !IsJumpHost(v->text)) {
-      source_.Error(v->where,
-                    fmt::format("invalid jump_host '{}': expected [user@]host[:port]", v->text));
+      source_.Error(v->where, fmt::format("invalid jump_host{}: expected [user@]host[:port]",
+                                          ShownValue(v->text)));
+    } else {
+      ssh.jump_host = v->text;
     }
-    ssh.jump_host = v->text;
   }
-  if (auto v = m.String("known_hosts")) {
+  if (auto v = m.String("known_hosts"); v && Valid(*v, "known_hosts", LocalPathProblem)) {
     ssh.known_hosts = ResolvePath(v->text);
   }
   m.Read("connect_timeout", ssh.connect_timeout_s, 1, kMaxTimeout);
@@ -247,30 +281,36 @@ void Reader::VersionsBlock(MapReader& m) {
     marks_.driver_branch = d->where;
     v.driver_branch = d->text;
     if (!IsDriverVersion(d->text)) {
-      source_.Error(d->where, fmt::format("invalid driver branch '{}': expected a branch like "
+      source_.Error(d->where, fmt::format("invalid driver branch{}: expected a branch like "
                                           "'550' or a version like '550.54.14'",
-                                          d->text));
+                                          ShownValue(d->text)));
     }
   }
   if (auto c = m.String("cuda")) {
     marks_.cuda = c->where;
-    v.cuda = c->text;
+    // An invalid one keeps the default: the CUDA/driver check quotes it.
+    if (Valid(*c, "CUDA version", VersionProblem)) {
+      v.cuda = c->text;
+    }
   }
-  m.Read("cudnn", v.cudnn);
-  m.Read("nccl", v.nccl);
-  m.Read("ofed", v.ofed);
-  m.Read("container_toolkit", v.container_toolkit);
-  m.Read("kubernetes", v.kubernetes);
-  m.Read("cni", v.cni);
-  m.Read("gpu_operator", v.gpu_operator);
+  // Package names and versions in scripts and repository paths.
+  ReadKind(m, "cudnn", "cuDNN version", VersionProblem, v.cudnn);
+  ReadKind(m, "nccl", "NCCL version", VersionProblem, v.nccl);
+  ReadKind(m, "ofed", "OFED version", VersionProblem, v.ofed);
+  ReadKind(m, "container_toolkit", "container toolkit version", VersionProblem,
+           v.container_toolkit);
+  ReadKind(m, "kubernetes", "Kubernetes version", VersionProblem, v.kubernetes);
+  ReadKind(m, "cni", "CNI name", VersionProblem, v.cni);
+  ReadKind(m, "gpu_operator", "GPU Operator version", VersionProblem, v.gpu_operator);
   if (auto s = m.String("slurm")) {
-    v.slurm = s->text;
     // Dotted numbers as Slurm numbers its releases: 23.02 or 23.02.7 (the
     // driver-version check is the same test, less the one-number form).
     if (!IsDriverVersion(s->text) || s->text.find('.') == std::string::npos) {
-      source_.Error(s->where, fmt::format("invalid Slurm version '{}': expected a series like "
+      source_.Error(s->where, fmt::format("invalid Slurm version{}: expected a series like "
                                           "'23.02' or a release like '23.02.7'",
-                                          s->text));
+                                          ShownValue(s->text)));
+    } else {
+      v.slurm = s->text;
     }
   }
 }
@@ -280,12 +320,9 @@ void Reader::NetworkBlock(MapReader& m) {
   Cidr(m, "pod_cidr", inv_.network.pod_cidr);
   Cidr(m, "service_cidr", inv_.network.service_cidr);
   for (const Scalar& server : m.StringList("ntp_servers").value_or(std::vector<Scalar>{})) {
-    if (!IsAddress(server.text)) {
-      source_.Error(server.where, fmt::format("invalid NTP server '{}': expected an IPv4 "
-                                              "address, an IPv6 address or a host name",
-                                              server.text));
+    if (Valid(server, "NTP server", AddressProblem)) {
+      inv_.network.ntp_servers.push_back(server.text);
     }
-    inv_.network.ntp_servers.push_back(server.text);
   }
 }
 
@@ -293,7 +330,9 @@ void Reader::NfsBlock(MapReader& m) {
   Nfs& nfs = inv_.nfs.emplace();
   if (auto server = m.String("server")) {
     marks_.nfs_server = server->where;
-    nfs.server = server->text;
+    if (Valid(*server, "nfs.server", HostNameProblem)) {
+      nfs.server = server->text;
+    }
   }
   for (const auto& item : m.List("exports").value_or(std::vector<YAML::Node>{})) {
     MapReader e(source_, item, {"path", "clients"});
@@ -302,8 +341,9 @@ void Reader::NfsBlock(MapReader& m) {
     }
     e.Require({"path"});
     NfsExport out;
-    AbsolutePath(e, "path", out.path);
-    e.Read("clients", out.clients);
+    AbsolutePath(e, "path", "NFS export path", out.path, false);
+    // Empty: the default (CheckNfs).
+    ReadKind(e, "clients", "NFS clients", NfsClientProblem, out.clients, true);
     nfs.exports.push_back(out);
     marks_.exports_at.push_back(e.where());
   }
@@ -314,9 +354,9 @@ void Reader::NfsBlock(MapReader& m) {
     }
     e.Require({"export", "path"});
     NfsMount out;
-    AbsolutePath(e, "export", out.export_path);
-    AbsolutePath(e, "path", out.mount_point);
-    e.Read("options", out.options);
+    AbsolutePath(e, "export", "NFS mount export", out.export_path, false);
+    AbsolutePath(e, "path", "NFS mount point", out.mount_point, false);
+    ReadKind(e, "options", "NFS mount options", MountOptionsProblem, out.options);
     nfs.mounts.push_back(out);
     marks_.mount_exports_at.push_back(e.ValueWhere("export"));
   }
@@ -324,7 +364,8 @@ void Reader::NfsBlock(MapReader& m) {
 
 void Reader::SlurmBlock(MapReader& m) {
   Slurm& slurm = inv_.slurm.emplace();
-  m.Read("cluster_name", slurm.cluster_name);
+  // Empty: the inventory's cluster name (CheckSlurm).
+  ReadKind(m, "cluster_name", "Slurm cluster name", SlurmNameProblem, slurm.cluster_name, true);
   EnvName(m, "munge_key_env", slurm.munge_key_env);
   for (const auto& item : m.List("partitions").value_or(std::vector<YAML::Node>{})) {
     MapReader p(source_, item, {"name", "nodes", "default"});
@@ -333,12 +374,14 @@ void Reader::SlurmBlock(MapReader& m) {
     }
     p.Require({"name"});
     SlurmPartition out;
-    p.Read("name", out.name);
+    ReadKind(p, "name", "partition name", SlurmNameProblem, out.name);
     p.Read("default", out.is_default);
     std::vector<SourceLocation> at;
     for (auto& n : p.StringList("nodes").value_or(std::vector<Scalar>{})) {
-      out.nodes.push_back(n.text);
-      at.push_back(n.where);
+      if (Valid(n, "partition node", HostNameProblem)) {
+        out.nodes.push_back(n.text);
+        at.push_back(n.where);
+      }
     }
     slurm.partitions.push_back(out);
     marks_.partitions_at.push_back(p.where());
@@ -359,11 +402,9 @@ void Reader::NodeItem(const YAML::Node& item) {
   InventoryMarks::NodeMarks at;
   if (auto name = m.String("name")) {
     at.name = name->where;
-    node.name = name->text;
-    if (!IsHostname(name->text)) {
-      source_.Error(name->where, fmt::format("invalid node name '{}': it becomes a host name, "
-                                             "so letters, digits, '-' and '.' only",
-                                             name->text));
+    // It becomes a host name (/etc/hosts, hostnamectl, Kubernetes, Slurm).
+    if (Valid(*name, "node name", HostNameProblem)) {
+      node.name = name->text;
     }
   }
   Address(m, "address", node.address, at.address);
@@ -412,7 +453,7 @@ void Reader::HardwareBlock(MapReader& m, Hardware& hardware) {
   if (auto gpus = m.Map("gpus", {"model", "count"})) {
     gpus->Require({"model", "count"});
     GpuExpectation g;
-    gpus->Read("model", g.model);
+    ReadKind(*gpus, "model", "GPU model", GpuModelProblem, g.model);
     gpus->Read("count", g.count, 1, kMaxGpus);
     hardware.gpus = g;
   }
@@ -423,7 +464,7 @@ void Reader::HardwareBlock(MapReader& m, Hardware& hardware) {
     }
     p.Require({"device"});
     IbPortExpectation port;
-    p.Read("device", port.device);
+    ReadKind(p, "device", "IB device", IbDeviceProblem, port.device);
     p.Read("port", port.port, 1, kMaxIbPort);
     p.Read("rate", port.rate_gbps, 0, kMaxRateGbps);
     hardware.ib.push_back(port);

@@ -35,7 +35,7 @@ void ReadKey(yaml::Source& source, MapReader& m, const std::string& name, std::s
   auto v = m.String("key");
   if (!v) return;
   const bool url = v->text.rfind("http://", 0) == 0 || v->text.rfind("https://", 0) == 0;
-  std::string problem = url ? UrlProblem(v->text) : PathProblem(v->text);
+  std::string problem = url ? UrlProblem(v->text) : AbsolutePathProblem(v->text);
   if (!url && !problem.empty() && (v->text.empty() || v->text.front() != '/')) {
     problem = "expected an http(s) URL or an absolute path on the node";
   }

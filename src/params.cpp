@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <set>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -10,11 +11,67 @@
 
 #include "gpuctl/repositories.h"
 #include "gpuctl/syntax.h"
+#include "gpuctl/value_kinds.h"
 #include "gpuctl/yaml_source.h"
 
 namespace gpuctl {
 
+RenderError::RenderError(const std::string& parameter, const std::string& problem)
+    : std::logic_error(fmt::format("internal error: parameter {} would be written with {}; the "
+                                   "inventory loader should have refused the value",
+                                   parameter, problem)) {}
+
 namespace {
+
+// The line-oriented parameters: one record a line, fields split at spaces
+// (the scripts read them with awk, `read` or `for`). Every other parameter
+// is a single value. Each record is built by Fields(), which refuses a
+// field that would break the format.
+bool IsMultiLine(const std::string& name) {
+  static const std::set<std::string> kNames = {
+      "gpu_counts", "gpu_nodes",        "gpu_workers", "hosts",           "nfs_exports",
+      "nfs_mounts", "registry_mirrors", "slurm_nodes", "slurm_partitions"};
+  return kNames.count(name) > 0 || name.rfind("repo_", 0) == 0;
+}
+
+// The first character of `text` that is not allowed in a field of a
+// line-oriented value ("a line break", "whitespace"); "" when none.
+std::string BadFieldChar(std::string_view text) {
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u <= 0x20 || u == 0x7f) {
+      return DescribeChar(c);
+    }
+  }
+  return "";
+}
+
+// One record of the line-oriented parameter `param`: the fields joined by a
+// space. A field with a line break would start a record of its own (another
+// /etc/exports or fstab line, another Slurm partition), one with a space
+// would shift the fields after it: either is a bug upstream, never written.
+std::string Fields(std::string_view param, std::initializer_list<std::string_view> fields) {
+  std::string line;
+  for (std::string_view field : fields) {
+    if (const std::string bad = BadFieldChar(field); !bad.empty()) {
+      throw RenderError(std::string(param), fmt::format("a field holding {}", bad));
+    }
+    if (!line.empty()) {
+      line += ' ';
+    }
+    line += field;
+  }
+  return line;
+}
+
+// A single-line parameter's value, or one value of a key=value record.
+void CheckSingleLine(std::string_view param, std::string_view value) {
+  for (char c : value) {
+    if (c == '\n' || c == '\r' || c == '\0') {
+      throw RenderError(std::string(param), fmt::format("a value holding {}", DescribeChar(c)));
+    }
+  }
+}
 
 std::string Bool(bool value) { return value ? "true" : "false"; }
 
@@ -39,7 +96,7 @@ std::string IbPorts(const Node& node) {
   std::vector<std::string> ports;
   ports.reserve(node.hardware.ib.size());
   for (const auto& p : node.hardware.ib) {
-    ports.push_back(fmt::format("{}:{}:{}", p.device, p.port, p.rate_gbps));
+    ports.push_back(Fields("ib_ports", {fmt::format("{}:{}:{}", p.device, p.port, p.rate_gbps)}));
   }
   return yaml::Join(ports, " ");
 }
@@ -56,8 +113,8 @@ std::string GpuWorkers(const Inventory& inv) {
     for (const auto& p : n->hardware.ib) {
       ports.push_back(fmt::format("{}:{}", p.device, p.port));
     }
-    lines.push_back(fmt::format("{} {} {}", n->name, n->GpuCount(),
-                                ports.empty() ? "-" : yaml::Join(ports, ",")));
+    lines.push_back(Fields("gpu_workers", {n->name, std::to_string(n->GpuCount()),
+                                           ports.empty() ? "-" : yaml::Join(ports, ",")}));
   }
   return yaml::Join(lines, "\n");
 }
@@ -67,11 +124,11 @@ std::string GpuWorkers(const Inventory& inv) {
 std::string Hosts(const Inventory& inv) {
   std::vector<std::string> lines;
   for (const auto& n : inv.nodes) {
-    lines.push_back(fmt::format("{} {}", n.address, n.name));
+    lines.push_back(Fields("hosts", {n.address, n.name}));
   }
   for (const auto& n : inv.nodes) {
     if (!n.ib_address.empty()) {
-      lines.push_back(fmt::format("{} {}-ib", n.ib_address, n.name));
+      lines.push_back(Fields("hosts", {n.ib_address, n.name + "-ib"}));
     }
   }
   return yaml::Join(lines, "\n");
@@ -83,7 +140,7 @@ std::string GpuNodes(const Inventory& inv) {
   std::vector<std::string> lines;
   for (const auto& n : inv.nodes) {
     if (n.GpuCount() > 0) {
-      lines.push_back(fmt::format("{} {}", n.name, n.address));
+      lines.push_back(Fields("gpu_nodes", {n.name, n.address}));
     }
   }
   return yaml::Join(lines, "\n");
@@ -95,7 +152,7 @@ std::string GpuCounts(const Inventory& inv) {
   std::vector<std::string> lines;
   for (const auto& n : inv.nodes) {
     if ((n.Has(Role::kMaster) || n.Has(Role::kWorker)) && n.GpuCount() > 0) {
-      lines.push_back(fmt::format("{} {}", n.name, n.GpuCount()));
+      lines.push_back(Fields("gpu_counts", {n.name, std::to_string(n.GpuCount())}));
     }
   }
   return yaml::Join(lines, "\n");
@@ -109,13 +166,14 @@ void AddNfs(const Inventory& inv, std::map<std::string, std::string>& values) {
   std::vector<std::string> mounts;
   if (inv.nfs && server != nullptr) {
     for (const auto& e : inv.nfs->exports) {
-      exports.push_back(fmt::format("{} {}", e.path, e.clients));
+      exports.push_back(Fields("nfs_exports", {e.path, e.clients}));
     }
     // mount(8) wants an IPv6 server in brackets before the ':'.
     const std::string host =
         IsIpv6(server->address) ? fmt::format("[{}]", server->address) : server->address;
     for (const auto& m : inv.nfs->mounts) {
-      mounts.push_back(fmt::format("{}:{} {} {}", host, m.export_path, m.mount_point, m.options));
+      mounts.push_back(Fields(
+          "nfs_mounts", {fmt::format("{}:{}", host, m.export_path), m.mount_point, m.options}));
     }
   }
   values["nfs_exports"] = yaml::Join(exports, "\n");
@@ -131,7 +189,8 @@ void AddSlurm(const Inventory& inv, std::map<std::string, std::string>& values) 
       if (p.nodes.empty()) {
         nodes = Names(inv.WithRole(Role::kWorker), ",");
       }
-      partitions.push_back(fmt::format("{} {} {}", p.name, nodes, p.is_default ? "YES" : "NO"));
+      partitions.push_back(
+          Fields("slurm_partitions", {p.name, nodes, p.is_default ? "YES" : "NO"}));
     }
   }
   values["slurm_cluster_name"] =
@@ -142,7 +201,7 @@ void AddSlurm(const Inventory& inv, std::map<std::string, std::string>& values) 
   std::vector<std::string> nodes;
   if (inv.slurm) {
     for (const Node* n : inv.WithRole(Role::kWorker)) {
-      nodes.push_back(fmt::format("{} {} {}", n->name, n->address, n->GpuCount()));
+      nodes.push_back(Fields("slurm_nodes", {n->name, n->address, std::to_string(n->GpuCount())}));
     }
   }
   values["slurm_nodes"] = yaml::Join(nodes, "\n");
@@ -167,7 +226,7 @@ std::string RegistryMirrors(const Inventory& inv) {
     const std::string upstream =
         "https://" + (registry == "docker.io" ? std::string("registry-1.docker.io") : registry);
     lines.push_back(
-        fmt::format("{} {} {}", registry, mirror, inv.policy.air_gapped ? mirror : upstream));
+        Fields("registry_mirrors", {registry, mirror, inv.policy.air_gapped ? mirror : upstream}));
   }
   return yaml::Join(lines, "\n");
 }
@@ -182,6 +241,13 @@ void AddRepositories(const Inventory& inv, const Node& node,
     std::string key = "repo_" + name;
     std::replace(key.begin(), key.end(), '-', '_');
     const auto repo = ResolveRepository(name, inv, node);
+    if (repo) {
+      // One key=value a line: a value with a line break would add a key.
+      for (const std::string* field : {&repo->uri, &repo->suites, &repo->components, &repo->baseurl,
+                                       &repo->key, &repo->fingerprint}) {
+        CheckSingleLine(key, *field);
+      }
+    }
     values[key] = repo ? repo->Describe() : "";
   }
 }
@@ -311,6 +377,11 @@ std::map<std::string, std::string> ParameterValues(const Inventory& inventory, c
   AddNfs(inv, values);
   AddSlurm(inv, values);
   AddRepositories(inv, node, values);
+  for (const auto& [name, value] : values) {
+    if (!IsMultiLine(name)) {
+      CheckSingleLine(name, value);
+    }
+  }
   return values;
 }
 

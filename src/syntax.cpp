@@ -25,12 +25,20 @@ bool IsPort(std::string_view text) {
 
 }  // namespace
 
+// inet_pton reads a C string: an embedded NUL would end the text early and
+// let "10.0.0.1\0anything" pass as 10.0.0.1.
 bool IsIpv4(std::string_view text) {
+  if (text.find('\0') != std::string_view::npos) {
+    return false;
+  }
   in_addr out{};
   return inet_pton(AF_INET, std::string(text).c_str(), &out) == 1;
 }
 
 bool IsIpv6(std::string_view text) {
+  if (text.find('\0') != std::string_view::npos) {
+    return false;
+  }
   in6_addr out{};
   return inet_pton(AF_INET6, std::string(text).c_str(), &out) == 1;
 }

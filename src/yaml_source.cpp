@@ -132,12 +132,41 @@ SourceLocation Source::Where(const YAML::Node& node) const {
   return yaml::Where(node.Mark(), file_);
 }
 
+namespace {
+
+// A last guard for messages that quote what the file says (an unknown key or
+// name): a control character in them is written as an escape, never raw, so
+// a hostile value cannot add a line to `validate`'s output or move a
+// terminal's cursor. The value checks (value_kinds.h) describe such
+// characters in words before it comes to this.
+std::string Printable(std::string message) {
+  std::string out;
+  out.reserve(message.size());
+  for (char c : message) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (u < 0x20 || u == 0x7f) {
+      out += fmt::format("\\x{:02x}", u);
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 void Source::Error(const SourceLocation& where, std::string message) {
-  diagnostics_.Error(where, std::move(message));
+  diagnostics_.Error(where, Printable(std::move(message)));
 }
 
 void Source::Warning(const SourceLocation& where, std::string message) {
-  diagnostics_.Warning(where, std::move(message));
+  diagnostics_.Warning(where, Printable(std::move(message)));
 }
 
 std::optional<Scalar> Source::AsString(const YAML::Node& node, const SourceLocation& where) {

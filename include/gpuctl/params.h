@@ -6,6 +6,7 @@
 #pragma once
 
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -17,7 +18,19 @@ namespace gpuctl {
 const std::vector<std::string>& KnownParameters();
 bool IsKnownParameter(const std::string& name);
 
-// Values of all known parameters for one node of an inventory.
+// A parameter value that would break the file it is written into: a line
+// break in a single-line value or in a field of a line-oriented one (hosts,
+// nfs_exports, nfs_mounts, slurm_partitions, ...), whitespace in such a
+// field. The inventory loader refuses every such value by kind
+// (value_kinds.h), so this is gpuctl's bug: the plan is never built, rather
+// than a config file silently gaining a line.
+class RenderError : public std::logic_error {
+ public:
+  RenderError(const std::string& parameter, const std::string& problem);
+};
+
+// Values of all known parameters for one node of an inventory. Throws
+// RenderError for a value that would break its format (above).
 std::map<std::string, std::string> ParameterValues(const Inventory& inventory, const Node& node);
 
 // The environment for a step's scripts: GPUCTL_<NAME>=value for each name.

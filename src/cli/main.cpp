@@ -4,7 +4,10 @@
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
+#include <iostream>
+
 #include "cli/commands.h"
+#include "gpuctl/params.h"
 #include "gpuctl/version.h"
 
 int main(int argc, char** argv) {
@@ -33,6 +36,11 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : gpuctl::cli::kExitError;
+  } catch (const gpuctl::RenderError& e) {
+    // A value that would have broken a config file on a node: nothing was
+    // sent; say so rather than abort.
+    std::cerr << "gpuctl: " << e.what() << '\n';
+    return gpuctl::cli::kExitError;
   }
   return exit_code;
 }

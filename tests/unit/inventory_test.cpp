@@ -155,7 +155,8 @@ TEST(InventoryErrors, NfsMountOfUnexportedPath) {
 
 TEST(InventoryErrors, NfsPathsMustBeAbsolute) {
   auto p = ParseText(WithTop("nfs:\n  exports: [{path: data}]\n"));
-  EXPECT_TRUE(HasDiagnostic(p.diagnostics, 3, 20, "expected an absolute path, got 'data'"));
+  EXPECT_TRUE(HasDiagnostic(p.diagnostics, 3, 20,
+                            "invalid NFS export path 'data': expected an absolute path"));
 }
 
 TEST(InventoryErrors, NfsClientsUnderivable) {
