@@ -43,13 +43,84 @@ file_is() {
   [ -f "$1" ] && [ "$(cat "$1")" = "$2" ]
 }
 
-# write_file PATH CONTENT [MODE]: atomically replace PATH with CONTENT.
+# Writes (docs/playbooks.md#writes). Every file gpuctl writes on a node goes
+# through gpuctl_put: the new content goes to a temp file beside the target,
+# is compared with what was meant to be written, gets the target's owner,
+# group, mode and SELinux context, and only then replaces the target (mv, a
+# rename in the same file system). The target's first version is kept once
+# under GPUCTL_BACKUP_DIR. A failed write exits the script with the OS's own
+# message and leaves the target as it was, so callers run these helpers in
+# the script's main shell, never in $( ) or a pipeline.
+
+# gpuctl_fail MESSAGE: removes the temp file of the write under way, says
+# MESSAGE and exits the script.
+gpuctl_fail() {
+  [ -z "${_gt:-}" ] || rm -f "$_gt"
+  _gt=
+  echo "gpuctl: $1" >&2
+  exit 1
+}
+
+# gpuctl_backup PATH: copies PATH (cp -a: owner, mode, times) to
+# GPUCTL_BACKUP_DIR/PATH the first time gpuctl edits it; an existing backup
+# is the admin's original and is never replaced.
+gpuctl_backup() {
+  _bk=${GPUCTL_BACKUP_DIR:-/var/lib/gpuctl/backup}$1
+  [ -e "$1" ] && [ ! -e "$_bk" ] || return 0
+  mkdir -p "${_bk%/*}" || gpuctl_fail "cannot back up $1 (to $_bk)"
+  if ! { cp -a "$1" "$_bk.gpuctl-tmp.$$" && mv -f "$_bk.gpuctl-tmp.$$" "$_bk"; }; then
+    rm -f "$_bk.gpuctl-tmp.$$"
+    gpuctl_fail "cannot back up $1 (to $_bk)"
+  fi
+}
+
+# gpuctl_put PATH MODE COMMAND [ARG...]: replaces PATH with COMMAND's output
+# (COMMAND must print the same on a second run: it runs again to check the
+# temp file). MODE empty: PATH's mode (0644 for a new file).
+gpuctl_put() {
+  _gp=$1 _gm=$2
+  shift 2
+  mkdir -p "$(dirname "$_gp")" || gpuctl_fail "cannot write $_gp"
+  _gt=$(mktemp "$(dirname "$_gp")/.$(basename "$_gp").gpuctl-XXXXXX") || gpuctl_fail "cannot write $_gp"
+  "$@" >"$_gt" || gpuctl_fail "cannot write $_gp"
+  # A short write (full file system, quota) shows as a difference.
+  "$@" | cmp -s - "$_gt" || gpuctl_fail "cannot write $_gp: the written file differs from its content"
+  _gnew=yes
+  if [ -e "$_gp" ]; then
+    _gnew=
+    chown --reference="$_gp" "$_gt" || gpuctl_fail "cannot give $_gp's owner to its new content"
+    chmod --reference="$_gp" "$_gt" || gpuctl_fail "cannot give $_gp's mode to its new content"
+    if selinuxenabled 2>/dev/null; then
+      chcon --reference="$_gp" "$_gt" || gpuctl_fail "cannot give $_gp's SELinux context to its new content"
+    fi
+  else
+    _gm=${_gm:-0644}
+  fi
+  [ -z "$_gm" ] || chmod "$_gm" "$_gt" || gpuctl_fail "cannot write $_gp"
+  gpuctl_backup "$_gp"
+  mv -f "$_gt" "$_gp" || gpuctl_fail "cannot write $_gp"
+  _gt=
+  # A new file gets the context policy gives its path.
+  if [ -n "$_gnew" ] && command -v restorecon >/dev/null 2>&1; then restorecon "$_gp" || true; fi
+}
+
+# write_file PATH CONTENT [MODE]: replaces PATH with CONTENT and a newline
+# (gpuctl_put). cat, not the shell's printf, writes the file: it names the
+# OS's error ("No space left on device").
 write_file() {
-  mkdir -p "$(dirname "$1")"
-  tmp="$1.gpuctl-tmp.$$"
-  printf '%s\n' "$2" >"$tmp"
-  chmod "${3:-0644}" "$tmp"
-  mv -f "$tmp" "$1"
+  _wc=$2
+  gpuctl_put "$1" "${3:-}" gpuctl_print_wc
+}
+gpuctl_print_wc() { printf '%s\n' "$_wc" | cat; }
+
+# edit_file PATH COMMAND [ARG...]: replaces PATH with COMMAND's output, PATH
+# given as COMMAND's last argument (e.g. edit_file /etc/fstab sed -E 's/a/b/'),
+# keeping its owner and mode; a `sed -i` that cannot lose the file.
+edit_file() {
+  _ep=$1
+  shift
+  [ -f "$_ep" ] || gpuctl_fail "cannot edit $_ep: no such file"
+  gpuctl_put "$_ep" "" "$@" "$_ep"
 }
 
 # pkg_versions NAME PREFIX: the versions of NAME the repositories offer that
@@ -144,24 +215,25 @@ gpuctl_block() {
 
 # set_gpuctl_block FILE CONTENT: replaces gpuctl's block in FILE (the first
 # one; later duplicates are dropped) or appends it; every other line is kept.
+# Writes through gpuctl_put; exits the script when FILE's markers do not
+# pair up (replacing would drop the admin's lines after a lone BEGIN).
 set_gpuctl_block() {
   if ! gpuctl_block "$1" >/dev/null; then
-    echo "gpuctl: $1 has unmatched '# BEGIN gpuctl' / '# END gpuctl' lines; fix them by hand" >&2
-    return 1
+    gpuctl_fail "$1 has unmatched '# BEGIN gpuctl' / '# END gpuctl' lines; fix them by hand"
   fi
-  [ -f "$1" ] || : >"$1"
+  _sbf=$1
+  [ -f "$1" ] || _sbf=/dev/null
   # ENVIRON, not awk -v, which would expand backslashes.
   GPUCTL_BLOCK="# BEGIN gpuctl
 $2
-# END gpuctl" awk '
+# END gpuctl"
+  export GPUCTL_BLOCK
+  gpuctl_put "$1" "" awk '
     /^# BEGIN gpuctl$/ { if (!done) print ENVIRON["GPUCTL_BLOCK"]; done = 1; skip = 1; next }
     skip && /^# END gpuctl$/ { skip = 0; next }
     !skip { print }
     END { if (!done) print ENVIRON["GPUCTL_BLOCK"] }
-  ' "$1" >"$1.gpuctl-tmp.$$"
-  chmod "$(stat -c %a "$1")" "$1.gpuctl-tmp.$$"
-  mv -f "$1.gpuctl-tmp.$$" "$1"
-  if command -v restorecon >/dev/null 2>&1; then restorecon "$1" || true; fi
+  ' "$_sbf"
 }
 
 # firewall_ports: the ports this node opens to any source, one "PORT/PROTO"

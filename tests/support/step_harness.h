@@ -133,6 +133,14 @@ class StepHarness {
     return RunScript(*script, step, node);
   }
 
+  // Runs `script` (after the prelude, with the step's parameters) in a
+  // private mount namespace (root only, as `File`), so it may mount what it
+  // needs (a full tmpfs, a read-only bind) without touching this machine.
+  StepRun Script(const std::string& script, const std::string& step, const std::string& node) {
+    namespaced_ = true;
+    return RunScript(script, step, node);
+  }
+
   // Runs the script of the step's input `input` as its source node would.
   StepRun Input(const std::string& step, const std::string& input, const std::string& node) {
     for (const StepInput& in : Get(step).inputs) {
@@ -169,7 +177,7 @@ class StepHarness {
     for (const auto& [k, v] : extra_env_) values[k] = v;
     for (const auto& [k, v] : values) env += " " + k + "=" + ShellQuote(v);
     std::string command = env + " sh " + ShellQuote(script_path.string());
-    if (!files_.empty()) command = InNamespace(command);
+    if (!files_.empty() || namespaced_) command = InNamespace(command);
     StepRun run;
     FILE* pipe = popen((command + " 2>&1").c_str(), "r");
     if (pipe == nullptr) return run;
@@ -226,6 +234,7 @@ class StepHarness {
   std::map<std::string, std::string> extra_env_;
   std::map<std::string, std::string> files_;  // path on the "node" -> content
   std::map<std::string, std::filesystem::perms> modes_;
+  bool namespaced_ = false;
 };
 
 }  // namespace gpuctl::testing
