@@ -3,6 +3,7 @@
 // from a node set up wrong, keep what the admin wrote outside gpuctl's
 // block, and a second apply sends nothing.
 #include <algorithm>
+#include <map>
 
 #include <gtest/gtest.h>
 
@@ -83,6 +84,58 @@ TEST_F(OsIdentityLabTest, ApplySetsHostnameHostsBlockAndTargetOnBothFamilies) {
   const Result again = Gpuctl("apply --yes --run-dir " + RunDir("second"));
   EXPECT_EQ(again.status, 0) << again.out;
   EXPECT_EQ(ChangesIn(RunDir("second")), 0) << again.out;
+
+  // A full /etc (issue 14): the write fails with the OS's message, /etc/hosts
+  // stays byte-identical, and once space is freed a re-run converges with the
+  // admin's lines still there. Shares this case's lab (CI time).
+  for (const std::string& node : kNodesChecked) {
+    SCOPED_TRACE(node + " (" + lab_->Node(node).os + ")");
+    // The original /etc/hosts was backed up once, before gpuctl first edited it.
+    EXPECT_EQ(lab_->Ssh(node, "grep -q localhost /var/lib/gpuctl/backup/etc/hosts").status, 0);
+    // gpuctl's block removed, so os.hosts has to write.
+    ASSERT_EQ(lab_->Ssh(node, "sed -i '/^# BEGIN gpuctl$/,/^# END gpuctl$/d' /etc/hosts").status,
+              0);
+    // A copy of /etc on a tmpfs just big enough, bound over /etc, then
+    // filled: the node's own files stay readable (sshd, PAM), nothing fits.
+    const Result full = lab_->Ssh(node,
+                                  "set -e; d=/run/gpuctl-full-etc; mkdir -p $d; "
+                                  "mount -t tmpfs -o size=$(( $(du -sk /etc | cut -f1) + 1024 ))k "
+                                  "gpuctl-full-etc $d; cp -a /etc/. $d/; mount --bind $d /etc; "
+                                  "head -c 1G /dev/zero >/etc/gpuctl-fill 2>/dev/null || true; "
+                                  "df -k /etc | tail -n 1");
+    ASSERT_EQ(full.status, 0) << full.out;
+  }
+  const std::string before_cmd = "sha256sum /etc/hosts";
+  std::map<std::string, std::string> before;
+  for (const std::string& node : kNodesChecked) before[node] = lab_->Ssh(node, before_cmd).out;
+
+  test::OnlySteps("os.hosts");  // GPUCTL_ONLY, what --only would set
+  const Result failed = Gpuctl("apply --yes --run-dir " + RunDir("full"));
+  EXPECT_NE(failed.status, 0) << failed.out;
+  EXPECT_NE(failed.out.find("No space left on device"), std::string::npos) << failed.out;
+  for (const std::string& node : kNodesChecked) {
+    SCOPED_TRACE(node);
+    EXPECT_EQ(lab_->Ssh(node, before_cmd).out, before[node]);
+    EXPECT_EQ(Trim(lab_->Ssh(node, "ls -A /etc | grep -c '^\\.hosts\\.gpuctl-' || true").out), "0")
+        << "a temp file was left in /etc";
+    ASSERT_EQ(lab_->Ssh(node, "rm -f /etc/gpuctl-fill").status, 0);
+  }
+
+  const Result freed = Gpuctl("apply --yes --run-dir " + RunDir("freed"));
+  test::OnlySteps(Only());
+  EXPECT_EQ(freed.status, 0) << freed.out;
+  for (const std::string& node : kNodesChecked) {
+    SCOPED_TRACE(node);
+    EXPECT_EQ(Trim(lab_->Ssh(node, "grep -c '^# BEGIN gpuctl$' /etc/hosts").out), "1");
+    EXPECT_EQ(
+        Trim(lab_->Ssh(node, std::string("grep -cxF ") + Quote(kAdminLine) + " /etc/hosts").out),
+        "1");
+    EXPECT_EQ(lab_->Ssh(node, "grep -Eq '^(127\\.0\\.0\\.1|::1)[[:space:]].*localhost' /etc/hosts")
+                  .status,
+              0);
+    // The lab is purged after the case; unmounting keeps the node usable till then.
+    (void)lab_->Ssh(node, "umount -l /etc; umount -l /run/gpuctl-full-etc");
+  }
 }
 
 }  // namespace
