@@ -21,21 +21,99 @@ pkg_version() {
   esac
 }
 
-# pkg_install NAME...: install from the node's configured repositories. The
-# package lists are refreshed only when the first try cannot find a package,
-# so a converged node never pays for `apt-get update`.
+# pkg_state NAME: nothing (status 0) when NAME is installed; else (status 1)
+# one line saying what state it is in, from dpkg's Status field ("want ok
+# state", dpkg-query(1)) with dpkg's two-letter abbreviation, e.g.
+# "nvidia-dkms-550 is half-configured (iF): its postinst failed". What probes
+# print for a package that is not (fully) installed.
+pkg_state() {
+  case "$GPUCTL_OS_FAMILY" in
+    debian) _ps=$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null) || _ps= ;;
+    rhel) if rpm -q --quiet "$1" 2>/dev/null; then _ps="install ok installed"; else _ps=; fi ;;
+  esac
+  # shellcheck disable=SC2086 # the three words of the field
+  set -- "$1" $_ps
+  case "${2:-}" in install) _pw=i ;; hold) _pw=h ;; deinstall) _pw=r ;; purge) _pw=p ;; *) _pw=u ;; esac
+  case "${3:-}:${4:-}" in
+    ok:installed) return 0 ;;
+    reinstreq:*) echo "$1 needs reinstallation (${_pw}R, ${4:-}): dpkg was cut off or failed" ;;
+    *:half-configured) echo "$1 is half-configured (${_pw}F): its postinst failed" ;;
+    *:unpacked) echo "$1 is unpacked but not configured (${_pw}U)" ;;
+    *:half-installed) echo "$1 is half-installed (${_pw}H): its unpacking failed or was cut off" ;;
+    *:triggers-awaited | *:triggers-pending) echo "$1 is awaiting triggers (${4:-}): dpkg did not finish" ;;
+    *:config-files) echo "$1 is not installed (only its configuration files remain)" ;;
+    *) echo "$1 is not installed" ;;
+  esac
+  return 1
+}
+
+# pkg_explain LOG: the lines of an apt, dpkg or dnf log that say why it
+# failed (not the debconf and progress noise before them), to stderr.
+pkg_explain() {
+  grep -E '^(E|Error|Errors were encountered|dpkg: error|dpkg-deb: error)|error processing|trying to overwrite|No space left on device|returned error exit status|Unmet dependencies|^ *(Problem|- (package|nothing provides|conflicting|file .* conflicts))|Transaction check error|conflicts with file from package|Could not resolve|Failed to download|No match for argument|Unable to locate package|has no installation candidate' "$1" |
+    awk '!seen[$0]++' | tail -n 20 >&2
+}
+
+# pkg_run LOG COMMAND...: runs COMMAND, its output on stdout as it comes and
+# in LOG; on failure the explaining lines (pkg_explain) go to stderr last.
+pkg_run() {
+  _pl=$1
+  shift
+  { "$@" 2>&1; echo "$?" >"$_pl.rc"; } | tee "$_pl"
+  _pr=$(cat "$_pl.rc" 2>/dev/null || echo 1)
+  rm -f "$_pl.rc"
+  [ "$_pr" = 0 ] || pkg_explain "$_pl"
+  return "$_pr"
+}
+
+# pkg_repair: finishes what an interrupted or failed transaction left. One
+# cheap check on a healthy node (dpkg --audit; rpm's duplicate list); only a
+# node that needs it pays for `dpkg --configure -a` and `apt-get -f install`
+# (unpacked, half-configured packages, unmet dependencies) or
+# `dnf remove --duplicates` (an upgrade cut off between its two halves).
+pkg_repair() {
+  case "$GPUCTL_OS_FAMILY" in
+    debian)
+      [ -n "$(dpkg --audit 2>/dev/null)" ] || return 0
+      echo "gpuctl: dpkg was interrupted or a package failed to configure; repairing" >&2
+      pkg_run "$_pkl" dpkg --configure -a || true
+      apt-get check -q >/dev/null 2>&1 && [ -z "$(dpkg --audit 2>/dev/null)" ] ||
+        pkg_run "$_pkl" apt-get -f install -y -q -o DPkg::Lock::Timeout=300 -o Dpkg::Options::=--force-confold ||
+        return 1
+      ;;
+    rhel)
+      [ -n "$(rpm -qa --qf '%{NAME}.%{ARCH}\n' 2>/dev/null | grep -v '^gpg-pubkey\.' | sort | uniq -d)" ] || return 0
+      echo "gpuctl: an rpm transaction was cut off (duplicate packages); repairing" >&2
+      pkg_run "$_pkl" dnf -y -q remove --duplicates || return 1
+      ;;
+  esac
+}
+
+# pkg_install NAME...: repairs an interrupted transaction (pkg_repair), then
+# installs from the node's configured repositories. The package lists are
+# refreshed only when the first try cannot find a package, so a converged
+# node never pays for `apt-get update`. Exits the script on failure, the
+# lines that explain it (pkg_explain) last on stderr.
 pkg_install() {
+  _pkl=$(mktemp) || exit 1
   case "$GPUCTL_OS_FAMILY" in
     debian)
       export DEBIAN_FRONTEND=noninteractive
-      # Finish a dpkg run that was cut off (a lost connection, a reboot), and
-      # wait for another apt (unattended-upgrades) rather than fail on its lock.
-      dpkg --configure -a
+      # Waits for another apt (unattended-upgrades) rather than fail on its lock.
+      pkg_repair || { rm -f "$_pkl"; exit 1; }
       set -- -y -q -o DPkg::Lock::Timeout=300 -o Dpkg::Options::=--force-confold install "$@"
-      apt-get "$@" || { apt-get update -q -o DPkg::Lock::Timeout=300 && apt-get "$@"; }
+      # The first try's failure (an old package list) is no failure yet.
+      apt-get "$@" >"$_pkl" 2>&1 && cat "$_pkl" || {
+        apt-get update -q -o DPkg::Lock::Timeout=300 >/dev/null 2>&1
+        pkg_run "$_pkl" apt-get "$@"
+      } || { rm -f "$_pkl"; exit 1; }
       ;;
-    rhel) dnf -y -q install "$@" ;;
+    rhel)
+      pkg_repair || { rm -f "$_pkl"; exit 1; }
+      pkg_run "$_pkl" dnf -y -q install "$@" || { rm -f "$_pkl"; exit 1; }
+      ;;
   esac
+  rm -f "$_pkl"
 }
 
 # file_is PATH CONTENT: true when PATH holds exactly CONTENT (plus newline).
@@ -364,7 +442,7 @@ slurm_pkgs_ok() {
   for p in "$@"; do
     v=$(pkg_version "$p")
     if [ -z "$v" ]; then
-      echo "$p is not installed"
+      pkg_state "$p"
       return 1
     fi
     if ! version_in "${GPUCTL_SLURM_VERSION:-}" "$v"; then
