@@ -4,7 +4,9 @@
 // --gtest_filter=-*Repo* or ctest -E Repo.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <filesystem>
+#include <sstream>
 #include <string>
 
 #include "standin_node.h"
@@ -95,13 +97,23 @@ TEST(StandinRepo, BuildsSignedDistroAndVendorReposFromTheStandins) {
         "cuda/rhel9/x86_64/repodata/repomd.xml.asc", "keys/cuda.asc", "keys/wrongkey.asc"}) {
     EXPECT_TRUE(fs::exists(out / signature)) << signature;
   }
-  // rpms carry a signature of their repository's key.
-  RunResult sig = RunShell("rpm -qp --qf '%{SIGPGP:pgpsig}\\n' " +
+  // rpms carry a signature by their repository's key (rpm names its key ID,
+  // the fingerprint's last 16 hex digits, in lower case).
+  RunResult sig = RunShell("rpm -qpi " +
                            Quote((out / "cuda/rhel9/x86_64/Packages/"
                                         "cuda-drivers-550.127.05-1.noarch.rpm")
                                      .string()) +
-                           " 2>/dev/null");
+                           " 2>/dev/null | grep '^Signature'");
+  std::string cuda_fpr;
+  std::istringstream fingerprints(ReadFile(out / "keys/FINGERPRINTS"));
+  for (std::string name, fpr; fingerprints >> name >> fpr;) {
+    if (name == "cuda") cuda_fpr = fpr;
+  }
+  ASSERT_EQ(cuda_fpr.size(), 40U);
+  std::string key_id = cuda_fpr.substr(24);
+  for (char& c : key_id) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   EXPECT_NE(sig.out.find("RSA/SHA"), std::string::npos) << sig.out;
+  EXPECT_NE(sig.out.find("Key ID " + key_id), std::string::npos) << sig.out;
 
   // apt accepts the Ubuntu archive and the CUDA repository with their
   // published keys, and refuses the wrong-key copy of the toolkit's.
