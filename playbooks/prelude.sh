@@ -74,7 +74,11 @@ pkg_run() {
 pkg_repair() {
   case "$GPUCTL_OS_FAMILY" in
     debian)
-      [ -n "$(dpkg --audit 2>/dev/null)" ] || return 0
+      # A dpkg killed mid-run leaves its journal in updates/ (what makes apt
+      # say "dpkg was interrupted"); a failed one leaves what --audit lists.
+      _pj=
+      for _pu in /var/lib/dpkg/updates/*; do [ -e "$_pu" ] && _pj=1; done
+      [ -n "$_pj" ] || [ -n "$(dpkg --audit 2>/dev/null)" ] || return 0
       echo "gpuctl: dpkg was interrupted or a package failed to configure; repairing" >&2
       pkg_run "$_pkl" dpkg --configure -a || true
       apt-get check -q >/dev/null 2>&1 && [ -z "$(dpkg --audit 2>/dev/null)" ] ||
