@@ -628,12 +628,9 @@ repo_key_install() {
     rm -rf "$_rt"
     return 1
   fi
-  mkdir -p "$(dirname "$_keyring")"
-  cp "$_rt/out" "$_keyring.gpuctl-tmp.$$" && chmod 0644 "$_keyring.gpuctl-tmp.$$" &&
-    mv -f "$_keyring.gpuctl-tmp.$$" "$_keyring"
-  _rs=$?
+  # Checked and backed up like every write; a failed one exits the script.
+  gpuctl_put "$_keyring" 0644 cat "$_rt/out"
   rm -rf "$_rt"
-  return $_rs
 }
 
 # repo_refresh DESC: reads only this repository's package lists (never the
