@@ -3,7 +3,9 @@
 // from a node set up wrong, keep what the admin wrote outside gpuctl's
 // block, and a second apply sends nothing.
 #include <algorithm>
+#include <fstream>
 #include <map>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
@@ -136,6 +138,51 @@ TEST_F(OsIdentityLabTest, ApplySetsHostnameHostsBlockAndTargetOnBothFamilies) {
     // The lab is purged after the case; unmounting keeps the node usable till then.
     (void)lab_->Ssh(node, "umount -l /etc; umount -l /run/gpuctl-full-etc");
   }
+
+  // Packages (issue 14): a failing postinst and a file conflict on the
+  // Ubuntu node, through the prelude's own pkg_install and pkg_state (no
+  // catalog step installs the fault stand-ins), each converging once the
+  // cause is gone.
+  std::ifstream prelude_file(std::string(GPUCTL_FIXTURES_DIR) + "/../../playbooks/prelude.sh");
+  std::stringstream prelude;
+  prelude << prelude_file.rdbuf();
+  const auto pkg = [&](const std::string& script) {
+    const std::string text = prelude.str() + "\n" + script + "\n";
+    return lab_->Ssh("worker1", "printf %s " + Quote(text) +
+                                    " >/root/gpuctl-pkg.sh && GPUCTL_OS_FAMILY=debian sh "
+                                    "/root/gpuctl-pkg.sh 2>&1");
+  };
+  ASSERT_EQ(lab_->Ssh("worker1", "touch /etc/gpuctl-lab-fault-postinst").status, 0);
+  Result r = pkg("pkg_install gpuctl-lab-fault-postinst");
+  EXPECT_NE(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("post-installation script subprocess returned error exit status 1"),
+            std::string::npos)
+      << r.out;
+  r = pkg("pkg_state gpuctl-lab-fault-postinst");
+  EXPECT_NE(r.out.find("gpuctl-lab-fault-postinst is half-configured (iF): its postinst failed"),
+            std::string::npos)
+      << r.out;
+  ASSERT_EQ(lab_->Ssh("worker1", "rm -f /etc/gpuctl-lab-fault-postinst").status, 0);
+  r = pkg(
+      "pkg_install gpuctl-lab-fault-postinst && pkg_state gpuctl-lab-fault-postinst && echo OK");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("repairing"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("OK"), std::string::npos) << r.out;
+
+  r = pkg("pkg_install gpuctl-lab-fault-owner");
+  ASSERT_EQ(r.status, 0) << r.out;
+  r = pkg("pkg_install gpuctl-lab-fault-conflict");
+  EXPECT_NE(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("trying to overwrite '/usr/share/gpuctl-lab/fault-shared.txt'"),
+            std::string::npos)
+      << r.out;
+  // The cause goes (the other package removed); the next install converges.
+  ASSERT_EQ(lab_->Ssh("worker1", "apt-get remove -y -q gpuctl-lab-fault-owner").status, 0);
+  r =
+      pkg("pkg_install gpuctl-lab-fault-conflict && pkg_state gpuctl-lab-fault-conflict && "
+          "cat /usr/share/gpuctl-lab/fault-shared.txt");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("conflict\n"), std::string::npos) << r.out;
 }
 
 }  // namespace
