@@ -212,6 +212,15 @@ const PlanItem* Plan::Find(const std::string& node, const std::string& step) con
   return it == index_.end() ? nullptr : &items_[it->second];
 }
 
+void Plan::MarkUnreachable(const std::string& node, const std::string& reason) {
+  for (auto& item : items_) {
+    if (item.node == node) {
+      item.state = ItemState::kUnreachable;
+      item.detail = reason;
+    }
+  }
+}
+
 std::vector<std::size_t> Plan::ItemsOf(const std::string& node) const {
   std::vector<std::size_t> ids;
   for (const auto& item : items_) {

@@ -85,6 +85,9 @@ class Plan {
   [[nodiscard]] const PlanItem* Find(const std::string& node, const std::string& step) const;
   // Item ids of one node, in the node's execution order.
   [[nodiscard]] std::vector<std::size_t> ItemsOf(const std::string& node) const;
+  // Marks every item of a node that cannot be worked on (no connection, or
+  // not the OS the inventory says) as unreachable, with the reason.
+  void MarkUnreachable(const std::string& node, const std::string& reason);
   [[nodiscard]] const std::vector<std::string>& nodes() const { return nodes_; }
   [[nodiscard]] PlanSummary Summarize() const;
 

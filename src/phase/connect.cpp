@@ -47,11 +47,7 @@ class ConnectPhase : public Phase {
   static void Fail(RunContext& context, const std::string& node, const std::string& error) {
     context.FailNode(node, error);
     context.reporter.NodeFailed(node, error);
-    for (const std::size_t id : context.plan.ItemsOf(node)) {
-      PlanItem& item = context.plan.items()[id];
-      item.state = ItemState::kUnreachable;
-      item.detail = error;
-    }
+    context.plan.MarkUnreachable(node, error);
   }
 };
 

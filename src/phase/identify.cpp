@@ -52,11 +52,7 @@ class IdentifyPhase : public Phase {
     context.FailNode(node, error);
     context.DropConnection(node);
     context.reporter.NodeFailed(node, error);
-    for (const std::size_t id : context.plan.ItemsOf(node)) {
-      PlanItem& item = context.plan.items()[id];
-      item.state = ItemState::kUnreachable;
-      item.detail = error;
-    }
+    context.plan.MarkUnreachable(node, error);
   }
 };
 

@@ -25,11 +25,7 @@ class PlanPhase : public Phase {
     }
     context.plan = Plan::Build(inventory_, context.catalog, scope_);
     for (const auto& [node, error] : context.NodeErrors()) {
-      for (const std::size_t id : context.plan.ItemsOf(node)) {
-        PlanItem& item = context.plan.items()[id];
-        item.state = ItemState::kUnreachable;
-        item.detail = error;
-      }
+      context.plan.MarkUnreachable(node, error);
     }
   }
 

@@ -39,6 +39,19 @@ TEST_F(PlanTest, HasOneItemPerApplicableNodeAndStep) {
   EXPECT_EQ(plan.Find("storage1", "gpu.driver"), nullptr);
 }
 
+TEST_F(PlanTest, MarkUnreachableTouchesOnlyThatNodesItems) {
+  Plan plan = Plan::Build(inventory, catalog);
+  plan.MarkUnreachable("worker1", "cannot connect: No route to host");
+  for (const auto& item : plan.items()) {
+    if (item.node == "worker1") {
+      EXPECT_EQ(item.state, ItemState::kUnreachable) << item.step;
+      EXPECT_EQ(item.detail, "cannot connect: No route to host");
+    } else {
+      EXPECT_NE(item.state, ItemState::kUnreachable) << item.node << " " << item.step;
+    }
+  }
+}
+
 TEST_F(PlanTest, DeepValidationsOnlyInADeepCheck) {
   std::vector<Step> steps = catalog.steps();
   Step nccl = MakeStep("validate.nccl", {Role::kMaster});
