@@ -53,7 +53,8 @@ TEST(DcgmExporter, ProbeCountsHeldPackagesAsInstalledAndWantsTheUnitRunning) {
   h.StubOutput("dpkg-query", "deinstall ok config-files");
   run = h.Probe("monitor.dcgm-exporter", "w");
   EXPECT_EQ(run.status, 1);
-  EXPECT_EQ(run.out, "datacenter-gpu-manager is not installed\n");
+  EXPECT_EQ(run.out,
+            "datacenter-gpu-manager is not installed (only its configuration files remain)\n");
 }
 
 TEST(Prometheus, ProbeOnTheMasterWantsThePackageFirst) {
