@@ -55,6 +55,7 @@ class KubernetesLabTest : public test::LabCase {
   void AirGap() {
     trace_ = runs_ / "trace";
     inventory_ = runs_ / "air-gapped.yaml";
+    fs::create_directories(runs_);
     std::string text = test::ReadFile(lab_->Env("LAB_INVENTORY"));
     if (text.find("\nmirrors:") == std::string::npos) {
       const fs::path built = runs_ / "mirror-build";
@@ -86,7 +87,7 @@ class KubernetesLabTest : public test::LabCase {
     } else {
       text += "policy:\n  air_gapped: true\n";
     }
-    std::ofstream(inventory_) << text;
+    ASSERT_TRUE(static_cast<bool>(std::ofstream(inventory_) << text)) << inventory_;
     const Result validate = Gpuctl("validate");
     ASSERT_EQ(validate.status, 0) << "the lab's inventory is not air-gapped:\n" << validate.out;
   }

@@ -33,9 +33,11 @@ class ValidateLabTest : public ::testing::Test {
     ASSERT_TRUE(lab_->Up(&log, "--profile mixed")) << log;
     dir_ = fs::path(lab_->Env("LAB_STATE")) / "validate-test";
     // The GPU layer and the validation steps only: apply must not wait on
-    // every other layer of the catalog to bring a driver up.
+    // every other layer of the catalog to bring a driver up. The repository
+    // steps come along: the driver needs CUDA's on the Rocky worker, and the
+    // tools installed by hand below come from the vendors' repositories.
     fs::create_directories(dir_ / "playbooks");
-    for (const char* file : {"prelude.sh", "20-gpu.yaml", "90-validate.yaml"}) {
+    for (const char* file : {"prelude.sh", "12-repos.yaml", "20-gpu.yaml", "90-validate.yaml"}) {
       fs::copy_file(fs::path(GPUCTL_SOURCE_DIR) / "playbooks" / file, dir_ / "playbooks" / file);
     }
     std::ofstream(dir_ / "inventory.yaml")
