@@ -34,6 +34,14 @@
 
 namespace gpuctl::testing {
 
+// A file's whole content ("" when it cannot be read): what a step wrote.
+inline std::string Slurp(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 struct StepRun {
   int status = -1;
   std::string out;  // stdout, then stderr

@@ -15,6 +15,7 @@
 namespace gpuctl {
 namespace {
 
+using testing::Slurp;
 using testing::StepHarness;
 
 constexpr const char* kInventory = R"(cluster: t
@@ -22,13 +23,6 @@ versions: {driver_branch: "550"}
 nodes:
   - {name: master1, address: 198.18.0.10, os: ubuntu-22.04, roles: [master]}
 )";
-
-std::string Slurp(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 class PreludePackagesTest : public ::testing::Test {
  protected:

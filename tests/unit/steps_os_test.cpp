@@ -12,6 +12,7 @@
 namespace gpuctl {
 namespace {
 
+using testing::Slurp;
 using testing::StepHarness;
 
 constexpr const char* kInventory = R"(cluster: t
@@ -27,13 +28,6 @@ nodes:
       gpus: {model: "NVIDIA H100 80GB HBM3", count: 8}
       ib: [{device: mlx5_0, port: 1, rate: 400}]
 )";
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 std::string Read(const std::string& fixture) { return Slurp(StepHarness::Fixture(fixture)); }
 
