@@ -18,7 +18,7 @@ build_pkgs=(
 # the host's real sudo; openssl hashes their password.
 lab_pkgs=(
   iproute2 util-linux procps psmisc systemd dbus openssh-server openssh-client
-  dpkg-dev rpm createrepo-c dnf python3 gcc sudo openssl
+  dpkg-dev rpm createrepo-c dnf python3 gcc sudo openssl gpg gpg-agent curl nginx
 )
 bench_pkgs=(ansible pdsh hyperfine)
 
