@@ -16,6 +16,8 @@ build_pkgs=(
 # repository (lab/build-repo.sh; gcc makes the stand-ins' stub libraries).
 # sudo and openssl: the nodes' login users (up --sudo-users) become root with
 # the host's real sudo; openssl hashes their password.
+# gpg, gpg-agent, nginx: the lab's signed repositories, served over HTTP;
+# curl: the repos.* steps fetch keys on the nodes (which use the host's tools).
 lab_pkgs=(
   iproute2 util-linux procps psmisc systemd dbus openssh-server openssh-client
   dpkg-dev rpm createrepo-c dnf python3 gcc sudo openssl gpg gpg-agent curl nginx
