@@ -76,8 +76,9 @@ class ValidateLabTest : public ::testing::Test {
         "echo 'net.bridge.bridge-nf-call-iptables = 1' > /etc/sysctl.d/k8s.conf && ";
     const std::string apt =
         "export DEBIAN_FRONTEND=noninteractive; dpkg --remove --force-depends kubectl; "
-        "apt-get install -y -q kubeadm=1.30.* kubelet=1.30.* kubectl=1.30.* helm";
-    MustRun("master1", prep + apt);
+        "apt-get install -y -q kubeadm=1.30.* kubelet=1.30.* kubectl=1.30.*";
+    // helm only where repos.helm added Helm's repository: the master.
+    MustRun("master1", prep + apt + " helm");
     const Result init = lab_->Ssh(
         "master1", "kubeadm init --pod-network-cidr=10.244.0.0/16 --ignore-preflight-errors=all");
     ASSERT_EQ(init.status, 0) << init.out;
