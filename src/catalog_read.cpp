@@ -17,8 +17,8 @@ using yaml::Scalar;
 
 const std::vector<std::string>& StepKeys() {
   static const std::vector<std::string> kKeys = {
-      "id",      "description", "roles", "os",     "when",   "depends", "params",
-      "secrets", "inputs",      "probe", "change", "verify", "reboot",  "deep"};
+      "id",     "description", "roles", "os",     "when",   "depends", "params", "secrets",
+      "inputs", "common",      "probe", "change", "verify", "reboot",  "deep"};
   return kKeys;
 }
 const std::vector<std::string>& RoleNames() {
@@ -45,7 +45,7 @@ class StepReader {
     m_.Read("deep", step_.deep);
     if (step_.deep) {
       m_.Require({"id", "roles", "probe"});
-      for (const char* key : {"change", "reboot", "verify"}) {
+      for (const char* key : {"change", "common", "reboot", "verify"}) {
         if (m_.Has(key)) {
           source_.Error(m_.KeyWhere(key),
                         fmt::format("a deep validation has no '{}': its probe is the test", key));
@@ -78,6 +78,7 @@ class StepReader {
     if (!m_.Has("verify")) {
       step_.verify = step_.probe;
     }
+    Common();
     m_.Read("reboot", step_.reboot);
   }
 
@@ -231,6 +232,24 @@ class StepReader {
     }
     out = s->text;
     return true;
+  }
+
+  // `common:` goes at the head of the probe, each change and the verify
+  // (after verify has defaulted to the probe, so it gets it once), where
+  // the prelude's functions are already defined. Nothing after the loader
+  // needs to know it exists.
+  void Common() {
+    if (!Script(m_, "common", step_.common) || step_.common.empty()) {
+      return;
+    }
+    if (step_.common.back() != '\n') {
+      step_.common += '\n';
+    }
+    step_.probe.insert(0, step_.common);
+    step_.verify.insert(0, step_.common);
+    for (auto& [family, script] : step_.change) {
+      script.insert(0, step_.common);
+    }
   }
 
   void Change() {

@@ -72,6 +72,10 @@ struct Step {
   std::set<OsFamily> families;  // empty: every family
   std::vector<StepCondition> when;
   std::vector<StepDependency> depends;
+  // Shell the step's scripts share (`common:`): the loader has already put it
+  // at the head of probe, every change and verify, so what runs, and every
+  // digest, is as if it were written out in each. Kept to show it once.
+  std::string common;
   std::string probe;                       // read-only shell script
   std::map<OsFamily, std::string> change;  // per family; "any" fills both
   std::string verify;                      // read-only; defaults to probe
