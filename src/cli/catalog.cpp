@@ -201,10 +201,13 @@ int WriteScripts(const Catalog& catalog, const std::string& dir, std::string& er
     const auto slash = s.file.find_last_of('/');
     const std::string where = fmt::format(
         "{}:{}", slash == std::string::npos ? s.file : s.file.substr(slash + 1), s.where.line);
+    // One line of code ahead of a script's own, so the duplicate finder does
+    // not pair scripts by their headers: the common: file sources the prelude.
     std::string source_common;
     if (!s.common.empty()) {
       const std::string name = s.id + ".common.sh";
-      source_common = fmt::format("# shellcheck source={}\n. ./{}\n", name, name);
+      source_common =
+          fmt::format("# shellcheck source-path=SCRIPTDIR source={}\n. ./{}\n", name, name);
       const std::string text = fmt::format(
           "#!/bin/sh\n"
           "# gpuctl step {}: its common: ({}), the head of its probe, change and verify.\n"
@@ -219,9 +222,10 @@ int WriteScripts(const Catalog& catalog, const std::string& dir, std::string& er
       const bool input = kind.rfind("input.", 0) == 0;
       const std::string common = input ? std::string() : s.common;
       const std::string text = fmt::format(
-          "#!/bin/sh\n# gpuctl step {}: its {} ({}). A node runs the prelude{}, then this.\n{}{}{}",
-          s.id, kind, where, common.empty() ? "" : ", the common:", source_prelude,
-          input ? "" : source_common, body);
+          "#!/bin/sh\n# gpuctl step {}: its {} ({}). A node runs the prelude{}, then this.\n{}{}",
+          s.id, kind, where,
+          common.empty() ? "" : ", the common:", common.empty() ? source_prelude : source_common,
+          body);
       if (!put(s.id + "." + kind + ".sh", common + '\0' + body, text)) {
         return -1;
       }

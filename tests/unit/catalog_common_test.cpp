@@ -231,8 +231,10 @@ TEST_F(CatalogScripts, EveryScriptAFileThatSourcesWhatRunsBeforeIt) {
                                 "f=/etc/sysctl.d/90-gpuctl.conf\n"));
   const std::string probe = Slurp(dir / "os.sysctl.probe.sh");
   EXPECT_THAT(probe, StartsWith("#!/bin/sh\n# gpuctl step os.sysctl: its probe (10-a.yaml:2)"));
-  EXPECT_THAT(probe, HasSubstr(". ./prelude.sh\n# shellcheck source=os.sysctl.common.sh\n"
+  // One line ahead of its own: the common: file sources the prelude.
+  EXPECT_THAT(probe, HasSubstr("\n# shellcheck source-path=SCRIPTDIR source=os.sysctl.common.sh\n"
                                ". ./os.sysctl.common.sh\nfile_is \"$f\" \"$want\"\n"));
+  EXPECT_THAT(probe, Not(HasSubstr("prelude.sh\n")));
   // The common part is in its own file only.
   EXPECT_THAT(probe, Not(HasSubstr("want=")));
   EXPECT_THAT(Slurp(dir / "os.sysctl.change-dnf.sh"), HasSubstr("sysctl -p \"$f\"\n"));
