@@ -8,12 +8,17 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "gpuctl/failure_text.h"
 #include "gpuctl/prober.h"
 
 namespace gpuctl {
 namespace {
 
-bool IsDone(ItemState s) { return s == ItemState::kSatisfied || s == ItemState::kApplied; }
+// Something apply cannot fix (a missing GPU) is reported, and does not hold
+// back what depends on it: installing CUDA does not need all eight GPUs.
+bool IsDone(ItemState s) {
+  return s == ItemState::kSatisfied || s == ItemState::kApplied || s == ItemState::kNeedsAttention;
+}
 bool IsDead(ItemState s) {
   return s == ItemState::kFailed || s == ItemState::kBlocked || s == ItemState::kUnreachable ||
          s == ItemState::kProbeFailed;
@@ -25,8 +30,22 @@ constexpr const char* kRebootScript =
     "touch /run/gpuctl-reboot-marker\n"
     "nohup sh -c 'sleep 1; systemctl reboot || reboot' >/dev/null 2>&1 &\n";
 constexpr const char* kRebootedProbe = "test ! -e /run/gpuctl-reboot-marker\n";
+constexpr std::chrono::seconds kRebootConnectTry{3};
+constexpr std::chrono::seconds kRebootNoteEvery{30};
 
 }  // namespace
+
+// "10m", "1m30s", "45s": how long a reboot wait has run and may run.
+std::string Duration(std::chrono::seconds d) {
+  const auto minutes = d.count() / 60;
+  const auto seconds = d.count() % 60;
+  if (minutes == 0) {
+    return fmt::format("{}s", seconds);
+  }
+  return seconds == 0 ? fmt::format("{}m", minutes) : fmt::format("{}m{}s", minutes, seconds);
+}
+
+namespace {}  // namespace
 
 std::size_t ParseBatch(const std::string& text, std::size_t nodes) {
   if (text.empty()) {
@@ -236,8 +255,8 @@ bool Executor::RunItem(const Node& node, PlanItem& item, bool& reboot_pending) {
     PlanItem probed = item;
     const ItemState now = prober.Probe(step, probed);
     item.observed = probed.observed;
-    if (now == ItemState::kSatisfied) {
-      Finish(item, ItemState::kSatisfied, "");
+    if (now == ItemState::kSatisfied || now == ItemState::kNeedsAttention) {
+      Finish(item, now, "");
       return true;
     }
     if (now != ItemState::kNeedsChange && now != ItemState::kKnownAfterApply) {
@@ -268,10 +287,10 @@ bool Executor::RunItem(const Node& node, PlanItem& item, bool& reboot_pending) {
   result.err = context_.redactor.Apply(std::move(result.err));
   context_.reporter.CommandFinished(node.name, item.step, Activity::kChange, result);
   if (result.exit_status != 0) {
-    const std::string why =
-        result.timed_out ? "change timed out"
-                         : fmt::format("change exited {}: {}", result.exit_status,
-                                       Tail(result.err.empty() ? result.out : result.err, 6));
+    const std::string why = result.timed_out
+                                ? "change timed out"
+                                : fmt::format("change exited {}: {}", result.exit_status,
+                                              ExplainFailure(result.out, result.err, 6));
     Finish(item, ItemState::kFailed, why);
     NodeFailed(node, fmt::format("{}: {}", item.step, why));
     return false;
@@ -292,7 +311,18 @@ bool Executor::RunItem(const Node& node, PlanItem& item, bool& reboot_pending) {
 }
 
 bool Executor::RebootAndVerify(const Node& node, std::vector<std::size_t>& awaiting_verify) {
-  EnterRebootBatch(node.name);
+  if (!EnterRebootBatch(node.name)) {
+    // Interrupted before this node's turn: its reboot never starts. What
+    // changed stays on disk; the next apply's probe sees the reboot pending.
+    const std::string why =
+        "changed, but its reboot was cancelled (interrupted): the next apply reboots the node";
+    context_.reporter.Note(node.name, "reboot cancelled (interrupted)");
+    for (const std::size_t id : awaiting_verify) {
+      Finish(context_.plan.items()[id], ItemState::kBlocked, why);
+    }
+    awaiting_verify.clear();
+    return false;
+  }
   struct BatchLeave {
     Executor* self;
     const std::string& node;
@@ -300,6 +330,9 @@ bool Executor::RebootAndVerify(const Node& node, std::vector<std::size_t>& await
   } leave{this, node.name};
 
   context_.reporter.Note(node.name, "rebooting");
+  context_.reporter.Note(node.name, fmt::format("waiting up to {} for it to come back "
+                                                "(--reboot-timeout)",
+                                                Duration(options_.reboot_timeout)));
   if (Connection* connection = context_.ConnectionTo(node.name)) {
     Command reboot;
     reboot.script = kRebootScript;
@@ -308,44 +341,27 @@ bool Executor::RebootAndVerify(const Node& node, std::vector<std::size_t>& await
   }
   context_.DropConnection(node.name);
   context_.inputs.SourceChanged(node.name);
-
-  Endpoint endpoint = Endpoint::For(node);
-  endpoint.trust_on_first_use = context_.options.trust_new_host_keys;
-  endpoint.connect_timeout = std::min(endpoint.connect_timeout, std::chrono::seconds(5));
-  const auto deadline = std::chrono::steady_clock::now() + options_.reboot_timeout;
-  std::string last_error = "no answer";
-  // Poll until the node answers and its /run marker is gone. The pause
-  // between tries is pacing for a remote machine, not synchronisation.
-  while (std::chrono::steady_clock::now() < deadline) {
-    try {
-      auto connection = context_.transport.Connect(endpoint);
-      Command check;
-      check.script = kRebootedProbe;
-      check.timeout = std::chrono::seconds(10);
-      if (connection->Run(check).exit_status == 0) {
-        context_.SetConnection(node.name, std::move(connection));
-        break;
-      }
-      last_error = "node still up: the reboot has not happened yet";
-    } catch (const TransportError& e) {
-      last_error = e.what();
-      spdlog::debug("{}: waiting for the node after its reboot: {}", node.name, last_error);
-      if (e.kind() == ConnectFailure::kHostKeyChanged || e.kind() == ConnectFailure::kAuth) {
-        break;  // waiting will not fix this
-      }
-    }
-    std::this_thread::sleep_for(std::chrono::seconds(1));
-  }
-  Connection* connection = context_.ConnectionTo(node.name);
-  if (connection == nullptr) {
-    const std::string why = fmt::format("did not come back from reboot within {}s: {}",
-                                        options_.reboot_timeout.count(), last_error);
+  if (!WaitForReboot(node)) {
+    // The wait also ends when the run stops (Ctrl-C, --fail-fast): the node
+    // is then not failed, only not yet seen back.
+    const bool interrupted = Stopping();
+    const std::string why =
+        interrupted ? "rebooting, not yet back when the run stopped: the next apply verifies it"
+                    : fmt::format("did not come back from reboot within {}: {}",
+                                  Duration(options_.reboot_timeout), last_reboot_error_[node.name]);
     for (const std::size_t id : awaiting_verify) {
-      Finish(context_.plan.items()[id], ItemState::kFailed, why);
+      Finish(context_.plan.items()[id], interrupted ? ItemState::kBlocked : ItemState::kFailed,
+             why);
     }
-    NodeFailed(node, why);
+    awaiting_verify.clear();
+    if (interrupted) {
+      context_.reporter.Note(node.name, "rebooting, not yet back (the run stopped)");
+    } else {
+      NodeFailed(node, why);
+    }
     return false;
   }
+  Connection* connection = context_.ConnectionTo(node.name);
   context_.reporter.Note(node.name, "back after reboot");
   Prober prober(*connection, context_.reporter, context_.redactor, context_.catalog.prelude(),
                 &context_.inputs, InputUse::kVerify);
@@ -369,11 +385,62 @@ bool Executor::RebootAndVerify(const Node& node, std::vector<std::size_t>& await
   return all_ok;
 }
 
-void Executor::EnterRebootBatch(const std::string& node) {
+bool Executor::WaitForReboot(const Node& node) {
+  Endpoint endpoint = Endpoint::For(node);
+  endpoint.trust_on_first_use = context_.options.trust_new_host_keys;
+  // Short tries: an interrupt is noticed between them, so Ctrl-C ends the
+  // wait within one try rather than after the whole timeout.
+  endpoint.connect_timeout = std::min(endpoint.connect_timeout, kRebootConnectTry);
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + options_.reboot_timeout;
+  auto next_note = start + kRebootNoteEvery;
+  std::string last_error = "no answer";
+  // Poll until the node answers and its /run marker is gone. The pause
+  // between tries is pacing for a remote machine, not synchronisation.
+  while (!Stopping() && std::chrono::steady_clock::now() < deadline) {
+    try {
+      auto connection = context_.transport.Connect(endpoint);
+      Command check;
+      check.script = kRebootedProbe;
+      check.timeout = std::chrono::seconds(10);
+      if (connection->Run(check).exit_status == 0) {
+        context_.SetConnection(node.name, std::move(connection));
+        return true;
+      }
+      last_error = "node still up: the reboot has not happened yet";
+    } catch (const TransportError& e) {
+      last_error = e.what();
+      spdlog::debug("{}: waiting for the node after its reboot: {}", node.name, last_error);
+      if (e.kind() == ConnectFailure::kHostKeyChanged || e.kind() == ConnectFailure::kAuth) {
+        break;  // waiting will not fix this
+      }
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= next_note) {
+      next_note = now + kRebootNoteEvery;
+      context_.reporter.Note(
+          node.name,
+          fmt::format("still rebooting after {} (gives up at {})",
+                      Duration(std::chrono::duration_cast<std::chrono::seconds>(now - start)),
+                      Duration(options_.reboot_timeout)));
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  std::lock_guard lock(mutex_);
+  last_reboot_error_[node.name] = last_error;
+  return false;
+}
+
+bool Executor::EnterRebootBatch(const std::string& node) {
   std::unique_lock lock(mutex_);
   const auto unreached = [&] { return reached_by_[node] == 0; };
   if (options_.batch != 0) {
     WaitUntil(lock, [&] { return batch_open_ && batch_members_ < options_.batch && unreached(); });
+    // Woken by an interrupt (not by room in the batch): this reboot has not
+    // started, so it never does; --batch holds under Ctrl-C.
+    if (Stopping()) {
+      return false;
+    }
     ++batch_members_;
     if (batch_members_ == options_.batch) {
       batch_open_ = false;  // full: the next batch waits for all of this one
@@ -384,9 +451,13 @@ void Executor::EnterRebootBatch(const std::string& node) {
   while (!unreached()) {
     changed_.wait(lock);
   }
+  if (Stopping()) {
+    return false;
+  }
   down_.insert(node);
   ++rebooting_;
   max_rebooting_ = std::max(max_rebooting_, rebooting_);
+  return true;
 }
 
 void Executor::LeaveRebootBatch(const std::string& node) {

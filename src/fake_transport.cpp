@@ -1,6 +1,7 @@
 #include "gpuctl/fake_transport.h"
 
 #include "gpuctl/probe_batch.h"
+#include "gpuctl/prober.h"
 
 namespace gpuctl {
 
@@ -90,6 +91,20 @@ CommandResult FakeTransport::Answer(const std::string& node, const Command& comm
 }
 
 CommandResult FakeTransport::AnswerOne(const std::string& node, const Command& command) {
+  // A verdict script is a probe then, if it passed, a verification: each is
+  // answered (and recorded) on its own, as the node's shell would run them.
+  if (Command probe = command, verify = command;
+      ParseVerdictScript(command.script, probe.script, verify.script)) {
+    CommandResult probed = AnswerScript(node, probe);
+    if (probed.exit_status != 0) {
+      return probed;
+    }
+    return VerdictResult(probed, AnswerScript(node, verify));
+  }
+  return AnswerScript(node, command);
+}
+
+CommandResult FakeTransport::AnswerScript(const std::string& node, const Command& command) {
   std::vector<Handler> handlers;
   {
     std::lock_guard lock(mutex_);

@@ -12,11 +12,12 @@
 namespace gpuctl {
 namespace {
 
-constexpr std::array<std::pair<ItemState, const char*>, 9> kStateNames{{
+constexpr std::array<std::pair<ItemState, const char*>, 10> kStateNames{{
     {ItemState::kUnprobed, "unprobed"},
     {ItemState::kSatisfied, "ok"},
     {ItemState::kNeedsChange, "change"},
     {ItemState::kKnownAfterApply, "known-after-apply"},
+    {ItemState::kNeedsAttention, "attention"},
     {ItemState::kProbeFailed, "probe-failed"},
     {ItemState::kUnreachable, "unreachable"},
     {ItemState::kApplied, "applied"},
@@ -126,6 +127,13 @@ std::string PlanSummary::Line() const {
   if (known_after_apply > 0) {
     line += fmt::format(", {} known after apply", known_after_apply);
   }
+  if (attention > 0) {
+    line += fmt::format(", {} apply cannot fix", attention);
+  }
+  if (!rebooting_nodes.empty()) {
+    line += fmt::format(", {} node{} to reboot", rebooting_nodes.size(),
+                        rebooting_nodes.size() == 1 ? "" : "s");
+  }
   if (applied > 0) {
     line += fmt::format(", {} applied", applied);
   }
@@ -154,6 +162,7 @@ Plan Plan::Build(const Inventory& inventory, const Catalog& catalog, PlanScope s
       // The prelude's helpers pick apt or dnf by this, whatever the step declares.
       item.env["GPUCTL_OS_FAMILY"] = ToString(node.os.family);
       item.digest = ItemDigest(*step, item.env, catalog.prelude());
+      item.reboot = step->reboot;
       plan.items_.push_back(std::move(item));
     }
   }
@@ -235,6 +244,12 @@ PlanSummary Plan::Summarize() const {
   PlanSummary s;
   s.nodes = nodes_.size();
   for (const auto& item : items_) {
+    const bool pending =
+        item.state == ItemState::kNeedsChange || item.state == ItemState::kKnownAfterApply;
+    if (pending && item.reboot &&
+        (s.rebooting_nodes.empty() || s.rebooting_nodes.back() != item.node)) {
+      s.rebooting_nodes.push_back(item.node);  // items are grouped by node
+    }
     switch (item.state) {
       case ItemState::kSatisfied:
         ++s.ok;
@@ -244,6 +259,9 @@ PlanSummary Plan::Summarize() const {
         break;
       case ItemState::kKnownAfterApply:
         ++s.known_after_apply;
+        break;
+      case ItemState::kNeedsAttention:
+        ++s.attention;
         break;
       case ItemState::kProbeFailed:
       case ItemState::kUnreachable:

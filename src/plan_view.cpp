@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "gpuctl/utf8.h"
 #include "gpuctl/version.h"
 
 namespace gpuctl {
@@ -21,6 +22,8 @@ Marker MarkerFor(ItemState state) {
       return {"~", "33", "will change"};
     case ItemState::kKnownAfterApply:
       return {"?", "36", "known after apply"};
+    case ItemState::kNeedsAttention:
+      return {"!", "33", "apply cannot fix"};
     case ItemState::kApplied:
       return {"+", "32", "applied"};
     case ItemState::kBlocked:
@@ -77,8 +80,12 @@ std::string RenderPlanText(const Plan& plan, const Inventory& inventory,
       if (item.state == ItemState::kSatisfied) {
         why.clear();  // "ok" says it; the observation is noise here
       }
-      out += fmt::format("  {} {:<30} {}{}\n", paint(m.color, m.symbol), item.step, m.words,
-                         why.empty() ? "" : ": " + why);
+      // A reboot is never a surprise: every change that brings one says so.
+      const bool pending =
+          item.state == ItemState::kNeedsChange || item.state == ItemState::kKnownAfterApply;
+      const std::string reboots = pending && item.reboot ? paint("1;33", " [reboots]") : "";
+      out += fmt::format("  {} {:<30} {}{}{}\n", paint(m.color, m.symbol), item.step, m.words,
+                         reboots, why.empty() ? "" : ": " + why);
     }
   }
   out += "\nPlan: " + plan.Summarize().Line() + "\n";
@@ -95,10 +102,16 @@ nlohmann::json PlanToJson(const Plan& plan, const PlanHeader& header,
   doc["inventory"] = {{"path", header.inventory_path}, {"digest", header.inventory_digest}};
   doc["catalog_digest"] = header.catalog_digest;
   const PlanSummary s = plan.Summarize();
-  doc["summary"] = {{"nodes", s.nodes},   {"to_change", s.to_change},
-                    {"ok", s.ok},         {"known_after_apply", s.known_after_apply},
-                    {"errors", s.errors}, {"applied", s.applied},
-                    {"failed", s.failed}, {"blocked", s.blocked},
+  doc["summary"] = {{"nodes", s.nodes},
+                    {"to_change", s.to_change},
+                    {"ok", s.ok},
+                    {"known_after_apply", s.known_after_apply},
+                    {"attention", s.attention},
+                    {"errors", s.errors},
+                    {"applied", s.applied},
+                    {"failed", s.failed},
+                    {"blocked", s.blocked},
+                    {"reboot_nodes", s.rebooting_nodes},
                     {"line", s.Line()}};
   nlohmann::json nodes = nlohmann::json::array();
   for (const auto& name : plan.nodes()) {
@@ -107,20 +120,22 @@ nlohmann::json PlanToJson(const Plan& plan, const PlanHeader& header,
       n["os"] = it->second;
     }
     if (auto it = node_errors.find(name); it != node_errors.end()) {
-      n["error"] = it->second;
+      n["error"] = ValidUtf8(it->second);
     }
     nodes.push_back(n);
   }
   doc["nodes"] = nodes;
   nlohmann::json items = nlohmann::json::array();
   for (const auto& item : plan.items()) {
+    // What nodes printed may be any bytes; JSON carries only UTF-8.
     items.push_back({{"id", item.id},
                      {"node", item.node},
                      {"step", item.step},
                      {"state", ToString(item.state)},
-                     {"observed", item.observed},
-                     {"detail", item.detail},
+                     {"observed", ValidUtf8(item.observed)},
+                     {"detail", ValidUtf8(item.detail)},
                      {"digest", item.digest},
+                     {"reboot", item.reboot},
                      {"after", item.after},
                      {"env", item.env}});
   }
@@ -163,6 +178,7 @@ SavedPlan PlanFromJson(const nlohmann::json& document, const std::string& path) 
       item.observed = j.at("observed").get<std::string>();
       item.detail = j.at("detail").get<std::string>();
       item.digest = j.at("digest").get<std::string>();
+      item.reboot = j.value("reboot", false);  // absent in plans saved before it was recorded
       item.after = j.at("after").get<std::vector<std::size_t>>();
       item.env = j.at("env").get<std::map<std::string, std::string>>();
       if (item.id != items.size()) {
@@ -170,6 +186,17 @@ SavedPlan PlanFromJson(const nlohmann::json& document, const std::string& path) 
                          items.size()));
       }
       items.push_back(std::move(item));
+    }
+    // FromItems links edges by id and throws std::out_of_range on a dangling
+    // one, which apply would not catch: a hand-edited or damaged plan is
+    // refused here, like any other malformed plan.
+    for (const auto& item : items) {
+      for (const std::size_t dep : item.after) {
+        if (dep >= items.size()) {
+          fail(fmt::format("item {}: 'after' names item {}, which the plan does not have", item.id,
+                           dep));
+        }
+      }
     }
     saved.plan = Plan::FromItems(std::move(nodes), std::move(items));
   } catch (const nlohmann::json::exception& e) {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "gpuctl/failure_text.h"
 #include "gpuctl/probe_batch.h"
 
 namespace gpuctl {
@@ -20,7 +21,81 @@ std::string Trim(const std::string& text) {
 // probe cannot bloat them.
 constexpr std::size_t kMaxObserved = 4096;
 
+// Printed between the probe's output and the verification's in a verdict
+// script, so each can be reported on its own.
+constexpr const char* kVerifyMarker = "@@gpuctl-verify";
+
+// The verdict script's output: what to show is the part that decided.
+std::string DecidingOutput(const std::string& out, ItemState state) {
+  const std::string marker = std::string("\n") + kVerifyMarker + "\n";
+  const auto at = out.rfind(marker);
+  if (at == std::string::npos) {
+    return out;
+  }
+  const std::string probe_part = out.substr(0, at);
+  const std::string verify_part = out.substr(at + marker.size());
+  if (state == ItemState::kNeedsAttention || Trim(probe_part).empty()) {
+    return verify_part;
+  }
+  return probe_part;
+}
+
 }  // namespace
+
+namespace {
+
+// The glue between the two parts of a verdict script.
+std::string VerdictMiddle() {
+  return fmt::format(
+      "\n)\ngpuctl_probe_rc=$?\n"
+      "if [ \"$gpuctl_probe_rc\" -ne 0 ]; then exit \"$gpuctl_probe_rc\"; fi\n"
+      "printf '\\n%s\\n' '{}'\n(\n",
+      kVerifyMarker);
+}
+
+std::string VerdictEnd() { return fmt::format("\n) || exit {}", kProbeAttention); }
+
+}  // namespace
+
+std::string VerdictScript(const Step& step) {
+  if (step.verify.empty() || step.verify == step.probe) {
+    return step.probe;
+  }
+  // Each part in its own subshell: a probe's `exit 0` must not skip the
+  // verification. A verification that fails after the probe passed means
+  // the change would not help: exit 4, apply cannot fix it.
+  return "(\n" + step.probe + VerdictMiddle() + step.verify + VerdictEnd() + "\n";
+}
+
+bool ParseVerdictScript(const std::string& script, std::string& probe, std::string& verify) {
+  const std::string middle = VerdictMiddle();
+  const std::string end = VerdictEnd() + (script.ends_with('\n') ? "\n" : "");
+  const auto mid = script.find(middle);
+  if (mid == std::string::npos || script.size() < end.size() ||
+      script.compare(script.size() - end.size(), end.size(), end) != 0) {
+    return false;
+  }
+  // Anything before the opening "(" (a prelude) belongs to both parts.
+  const std::string opening = "(\n";
+  const auto open = script.rfind(opening, mid);
+  if (open == std::string::npos || (open != 0 && script[open - 1] != '\n')) {
+    return false;
+  }
+  const std::string head = script.substr(0, open);
+  probe = head + script.substr(open + opening.size(), mid - open - opening.size());
+  const auto verify_at = mid + middle.size();
+  verify = head + script.substr(verify_at, script.size() - end.size() - verify_at);
+  return true;
+}
+
+CommandResult VerdictResult(const CommandResult& probe, const CommandResult& verify) {
+  CommandResult r = probe;
+  r.out += std::string("\n") + kVerifyMarker + "\n" + verify.out;
+  r.err += verify.err;
+  r.exit_status = verify.exit_status == 0 ? 0 : kProbeAttention;
+  r.timed_out = verify.timed_out;
+  return r;
+}
 
 std::string Tail(const std::string& text, std::size_t max_lines) {
   const std::string trimmed = Trim(text);
@@ -53,13 +128,15 @@ ItemState StateFromProbe(const CommandResult& result, bool alive) {
       return ItemState::kNeedsChange;
     case kProbeUnknown:
       return ItemState::kKnownAfterApply;
+    case kProbeAttention:
+      return ItemState::kNeedsAttention;
     default:
       return ItemState::kProbeFailed;
   }
 }
 
 ItemState Prober::Probe(const Step& step, PlanItem& item) {
-  item.state = Run(step, item, step.probe, Activity::kProbe);
+  item.state = Run(step, item, VerdictScript(step), Activity::kProbe);
   return item.state;
 }
 
@@ -88,12 +165,13 @@ ItemState Prober::Record(const Step& step, PlanItem& item, CommandResult result,
   reporter_.CommandFinished(item.node, step.id, activity, result);
 
   const ItemState state = StateFromProbe(result, connection_.Alive());
-  item.observed = Trim(result.out).substr(0, kMaxObserved);
+  item.observed = Trim(DecidingOutput(result.out, state)).substr(0, kMaxObserved);
   item.detail.clear();
   if (state == ItemState::kProbeFailed) {
-    item.detail = result.timed_out ? fmt::format("{} timed out", ToString(activity))
-                                   : fmt::format("{} exited {}: {}", ToString(activity),
-                                                 result.exit_status, Tail(result.err, 3));
+    item.detail = result.timed_out
+                      ? fmt::format("{} timed out", ToString(activity))
+                      : fmt::format("{} exited {}: {}", ToString(activity), result.exit_status,
+                                    ExplainFailure(result.out, result.err, 3));
   } else if (state == ItemState::kUnreachable) {
     item.detail = "connection lost: " + Tail(result.err, 1);
   }
@@ -124,10 +202,9 @@ void Prober::RunAll(const std::vector<Target>& all_targets, Activity activity) {
     if (!AddInputs(*t.step, *t.item, env, activity)) {
       continue;
     }
-    const std::string& script =
-        activity == Activity::kProbe || t.step->verify.empty() ? t.step->probe : t.step->verify;
+    // Plan and check run the same script, so they cannot disagree.
     targets.push_back(t);
-    entries.push_back({t.item->id, script, std::move(env)});
+    entries.push_back({t.item->id, VerdictScript(*t.step), std::move(env)});
   }
   if (targets.empty()) {
     return;

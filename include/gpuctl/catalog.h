@@ -21,6 +21,10 @@ namespace gpuctl {
 inline constexpr int kProbeSatisfied = 0;    // already done
 inline constexpr int kProbeNeedsChange = 1;  // apply would change something
 inline constexpr int kProbeUnknown = 3;      // cannot tell until an earlier step runs
+// Not right, and the step's change would not make it right (7 of 8 GPUs
+// visible, an IB port down): an admin must act. Also what a probe that passes
+// becomes when the step's verification then fails (prober.h, VerdictScript).
+inline constexpr int kProbeAttention = 4;
 
 // A dependency on another step: on the same node, or on every node holding
 // `role` (cross-node, e.g. a worker's join waits for the master's init).

@@ -28,13 +28,16 @@
 namespace gpuctl {
 
 struct ApplyOptions {
-  bool fail_fast = false;      // the first failure stops every node
-  int max_fail_percent = 100;  // stop all once more nodes than this have failed
-  std::size_t batch = 0;       // nodes rebooting at once; 0: no limit
-  std::chrono::seconds reboot_timeout{600};
+  bool fail_fast = false;                    // the first failure stops every node
+  int max_fail_percent = 100;                // stop all once more nodes than this have failed
+  std::size_t batch = 0;                     // nodes rebooting at once; 0: no limit
+  std::chrono::seconds reboot_timeout{600};  // an HGX board's POST alone takes minutes
   // Set from a signal handler: no new item starts; in-flight ones finish.
   const std::atomic<bool>* interrupted = nullptr;
 };
+
+// "10m", "1m30s", "45s".
+std::string Duration(std::chrono::seconds d);
 
 // Parses "25%" (of `nodes`, at least 1) or "3"; returns 0 for "" or "0".
 // Throws std::invalid_argument on anything else.
@@ -66,8 +69,12 @@ class Executor {
   void WaitUntil(std::unique_lock<std::mutex>& lock, Predicate predicate);
 
   // Rolling reboots: a batch is the set of nodes down at once; a new batch
-  // starts only after the whole previous one is back and verified.
-  void EnterRebootBatch(const std::string& node);
+  // starts only after the whole previous one is back and verified. False:
+  // the run is stopping, so this reboot must not start (nothing was taken).
+  bool EnterRebootBatch(const std::string& node);
+  // After the reboot command: true once the node answers with a fresh /run;
+  // false on the timeout, a host key or login refused, or an interrupt.
+  bool WaitForReboot(const Node& node);
   void LeaveRebootBatch(const std::string& node);
 
   RunContext& context_;
@@ -77,13 +84,14 @@ class Executor {
   std::condition_variable changed_;
   std::size_t slots_free_ = 0;
   std::size_t failed_nodes_ = 0;
-  bool stop_all_ = false;
-  std::size_t batch_members_ = 0;  // joined the current batch
-  std::size_t rebooting_ = 0;      // still down or not yet verified
+  std::atomic<bool> stop_all_{false};  // read by walkers outside the lock
+  std::size_t batch_members_ = 0;      // joined the current batch
+  std::size_t rebooting_ = 0;          // still down or not yet verified
   bool batch_open_ = true;
   std::size_t max_rebooting_ = 0;
   std::set<std::string> down_;             // rebooting, or back but not yet verified
   std::map<std::string, int> reached_by_;  // node -> running items on other nodes reaching it
+  std::map<std::string, std::string> last_reboot_error_;  // why WaitForReboot gave up
 };
 
 }  // namespace gpuctl

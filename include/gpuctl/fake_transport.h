@@ -49,6 +49,7 @@ class FakeTransport : public Transport {
   friend class FakeConnection;
   CommandResult Answer(const std::string& node, const Command& command);
   CommandResult AnswerOne(const std::string& node, const Command& command);
+  CommandResult AnswerScript(const std::string& node, const Command& command);
   [[nodiscard]] int Boot(const std::string& node) const;
 
   mutable std::mutex mutex_;

@@ -20,6 +20,7 @@ enum class ItemState {
   kSatisfied,        // probe: already true on the node
   kNeedsChange,      // probe: apply would change it
   kKnownAfterApply,  // probe: cannot tell until an earlier step runs
+  kNeedsAttention,   // probe: wrong in a way apply cannot fix (hardware, say)
   kProbeFailed,      // the probe itself failed (unexpected exit status)
   kUnreachable,      // the node could not be reached
   // Set by apply:
@@ -38,7 +39,8 @@ struct PlanItem {
   std::vector<std::size_t> after;          // items that must be done first
   std::vector<std::size_t> before;         // items waiting for this one
   std::map<std::string, std::string> env;  // the step's declared parameters
-  std::string digest;  // of the step's scripts and env: what "this step" means here
+  std::string digest;   // of the step's scripts and env: what "this step" means here
+  bool reboot = false;  // the step's change takes effect only after a reboot
 
   ItemState state = ItemState::kUnprobed;
   std::string observed;  // the probe's stdout, trimmed: what the node reported
@@ -50,10 +52,13 @@ struct PlanSummary {
   std::size_t to_change = 0;
   std::size_t ok = 0;
   std::size_t known_after_apply = 0;
-  std::size_t errors = 0;  // probe failures and unreachable items
+  std::size_t attention = 0;  // wrong, and apply cannot fix it
+  std::size_t errors = 0;     // probe failures and unreachable items
   std::size_t applied = 0;
   std::size_t failed = 0;
   std::size_t blocked = 0;
+  // Nodes that a change still to make will reboot (plan marks them).
+  std::vector<std::string> rebooting_nodes;
 
   [[nodiscard]] bool Pending() const { return to_change + known_after_apply > 0; }
   // "3 nodes: 14 to change, 6 ok"

@@ -28,15 +28,16 @@ class Prober {
         inputs_(inputs),
         use_(use) {}
 
-  // Runs the step's probe and records the outcome in `item` (state, observed,
-  // detail). Returns the new state.
+  // Runs the step's verdict script (VerdictScript) and records the outcome in
+  // `item` (state, observed, detail). Returns the new state.
   ItemState Probe(const Step& step, PlanItem& item);
   // Runs the verification probe (the probe if the step has none): true when
   // the change took effect. `item.observed`/`detail` describe what was seen.
   bool Verify(const Step& step, PlanItem& item);
 
-  // Probes (kProbe) or verifies (kCheck) many items of this node in one
-  // command (probe_batch.h), leaving each item as Probe would. Stops at a
+  // Runs the verdict scripts of many items of this node in one command
+  // (probe_batch.h), leaving each item as Probe would; `activity` (kProbe
+  // for plan and apply, kCheck for check) only labels the output. Stops at a
   // lost connection: the remaining items are marked unreachable.
   struct Target {
     const Step* step;
@@ -59,6 +60,19 @@ class Prober {
   StepInputs* inputs_;
   InputUse use_;
 };
+
+// One verdict per step, the same for plan, apply and check: the probe, and
+// when it passes and the step has its own verification, that too. A probe
+// that passes with a failing verification exits kProbeAttention (the change
+// would not help: 7 of 8 GPUs visible); otherwise the probe's status stands.
+std::string VerdictScript(const Step& step);
+// For the fake transport, which answers the parts as a node's shell runs
+// them: splits a verdict script (after an optional prelude, which goes with
+// both parts) back into probe and verification. False if it is not one.
+bool ParseVerdictScript(const std::string& script, std::string& probe, std::string& verify);
+// What the node's shell prints for a verdict script whose probe passed
+// (`probe`) and whose verification then gave `verify`.
+CommandResult VerdictResult(const CommandResult& probe, const CommandResult& verify);
 
 // The full text sent to a node: the catalog's prelude, then the script.
 std::string WithPrelude(const std::string& prelude, const std::string& script);

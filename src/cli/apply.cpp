@@ -15,6 +15,7 @@
 #include "cli/interrupt.h"
 #include "gpuctl/drift.h"
 #include "gpuctl/executor.h"
+#include "gpuctl/input_file.h"
 #include "gpuctl/journal.h"
 #include "gpuctl/phase.h"
 #include "gpuctl/script_trace.h"
@@ -30,16 +31,18 @@ struct ApplyCliOptions {
   bool fail_fast = false;
   int max_fail_percent = 100;
   std::string batch;
-  int reboot_timeout_s = 900;
+  int reboot_timeout_s = 600;  // ApplyOptions says why
   bool break_lock = false;
   std::string run_dir;
 };
 
+// A file that cannot be read is "not a plan", so the inventory loader reports
+// why (input_file.h), once.
 bool LooksLikeSavedPlan(const std::string& path) {
-  std::ifstream in(path);
-  char first = 0;
-  in >> first;  // skips whitespace
-  return first == '{';
+  std::string why;
+  const auto head = ReadInputPrefix(path, 4096, why);
+  const std::size_t first = head ? head->find_first_not_of(" \t\r\n") : std::string::npos;
+  return first != std::string::npos && (*head)[first] == '{';
 }
 
 std::string DefaultRunDir(const std::string& cluster) {
@@ -64,6 +67,27 @@ std::string Holder() {
                      user != nullptr ? user : "?", host, getpid(), now);
 }
 
+// Said before the confirmation: which nodes go down, and how many at once.
+std::string RebootNotice(const std::vector<std::string>& nodes, std::size_t batch) {
+  if (nodes.empty()) {
+    return "";
+  }
+  constexpr std::size_t kNamed = 8;
+  std::string names;
+  for (std::size_t i = 0; i < nodes.size() && i < kNamed; ++i) {
+    names += (i == 0 ? "" : ", ") + nodes[i];
+  }
+  if (nodes.size() > kNamed) {
+    names += fmt::format(" and {} more", nodes.size() - kNamed);
+  }
+  const std::string pace = nodes.size() == 1 ? ""
+                           : batch == 0
+                               ? "; all at once (no --batch; --batch 1 reboots one at a time)"
+                               : fmt::format("; at most {} at a time (--batch)", batch);
+  return fmt::format("\nReboots: {} node{} ({}){}.\n", nodes.size(), nodes.size() == 1 ? "" : "s",
+                     names, pace);
+}
+
 bool Confirm() {
   if (isatty(STDIN_FILENO) == 0) {
     std::cerr << "gpuctl: stdin is not a terminal, so apply cannot ask for confirmation; "
@@ -80,9 +104,14 @@ int RunApply(const ApplyCliOptions& options, const GlobalOptions& global) {
   std::optional<SavedPlan> saved;
   std::string inventory_path = options.target;
   if (LooksLikeSavedPlan(options.target)) {
+    std::string why;
+    const auto text = ReadInputFile(options.target, kMaxSavedPlanBytes, why);
+    if (!text) {
+      std::cerr << options.target << ": error: " << why << '\n';
+      return kExitError;
+    }
     try {
-      std::ifstream in(options.target);
-      saved = PlanFromJson(nlohmann::json::parse(in), options.target);
+      saved = PlanFromJson(nlohmann::json::parse(*text), options.target);
     } catch (const LoadError& e) {
       std::cerr << e.what();
       return kExitError;
@@ -181,6 +210,7 @@ int RunApply(const ApplyCliOptions& options, const GlobalOptions& global) {
     if (!ctx.NodeErrors().empty()) {
       std::cout << "\nNodes with errors above are left out; the others go on.\n";
     }
+    std::cout << RebootNotice(ctx.plan.Summarize().rebooting_nodes, apply.batch);
     if (!options.yes && !saved && !Confirm()) {
       std::cout << "Apply cancelled; nothing was changed.\n";
       refused = true;
@@ -208,8 +238,8 @@ int RunApply(const ApplyCliOptions& options, const GlobalOptions& global) {
     std::cout << "\n" << RenderPlanText(plan, inputs->inventory, errors, text);
   }
   if (apply.interrupted->load()) {
-    std::cout << "Interrupted: steps in flight finished; the rest did not start. Run apply again "
-                 "to continue.\n";
+    std::cout << "Interrupted: steps in flight finished; reboots not yet started were cancelled "
+                 "and the rest did not start. Run apply again to continue.\n";
   }
   std::cout << "Journal: " << run_dir << "/journal.jsonl\n";
   if (refused || !errors.empty()) {

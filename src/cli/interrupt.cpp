@@ -16,7 +16,8 @@ extern "C" void OnInterrupt(int signal_number) {
     return;
   }
   constexpr const char kMessage[] =
-      "\ngpuctl: interrupted; letting steps in flight finish (Ctrl-C again to stop now)\n";
+      "\ngpuctl: interrupted; letting steps in flight finish, cancelling reboots not yet "
+      "started (Ctrl-C again to stop now)\n";
   // write(2) is async-signal-safe; iostreams are not.
   [[maybe_unused]] const auto ignored = write(STDERR_FILENO, kMessage, sizeof(kMessage) - 1);
 }

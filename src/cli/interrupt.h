@@ -1,6 +1,7 @@
 // Ctrl-C during apply: the first SIGINT/SIGTERM asks the executor to start
 // nothing new and let steps in flight finish (so no package manager is killed
-// holding its lock); a second one ends gpuctl at once.
+// holding its lock), to start no reboot, and to stop waiting for nodes that
+// are rebooting; a second one ends gpuctl at once.
 #pragma once
 
 #include <atomic>

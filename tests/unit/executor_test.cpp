@@ -404,10 +404,17 @@ TEST_F(ExecutorTest, KnownAfterApplyIsProbedAgainAndMaySkipTheChange) {
   transport.AddHandler(
       [](const std::string& node, const Command& c) -> std::optional<CommandResult> {
         static std::atomic<int> calls{0};
-        if (node != "master1" || c.script != "probe k8s.init") return std::nullopt;
+        if (node != "master1") return std::nullopt;
         CommandResult r;
-        r.exit_status = calls++ == 0 ? kProbeUnknown : kProbeSatisfied;
-        return r;
+        if (c.script == "probe k8s.init") {
+          r.exit_status = calls++ == 0 ? kProbeUnknown : kProbeSatisfied;
+          return r;
+        }
+        if (c.script == "verify k8s.init" && calls > 1) {
+          r.exit_status = 0;  // and its verification agrees, as a real node's would
+          return r;
+        }
+        return std::nullopt;
       });
   const Plan plan = Apply();
   EXPECT_EQ(plan.Find("master1", "k8s.init")->state, ItemState::kSatisfied);
@@ -432,6 +439,82 @@ TEST_F(ExecutorTest, InterruptStartsNothingNew) {
     EXPECT_EQ(item.state, ItemState::kBlocked);
     EXPECT_EQ(item.detail, "run stopped before this step");
   }
+}
+
+// Three workers whose driver step reboots them, one at a time.
+class InterruptedRebootTest : public ExecutorTest {
+ protected:
+  void SetUp() override {
+    inventory = MakeInventory({MakeNode("w1", Role::kWorker), MakeNode("w2", Role::kWorker),
+                               MakeNode("w3", Role::kWorker)});
+    steps = {MakeStep("gpu.driver", {Role::kWorker})};
+    steps[0].reboot = true;
+    options.batch = 1;
+    options.interrupted = &interrupted;
+  }
+  std::atomic<bool> interrupted{false};
+  ApplyOptions options;
+};
+
+TEST_F(InterruptedRebootTest, CtrlCDuringABatchStartsNoOtherRebootAndEndsTheWait) {
+  // Ctrl-C lands the moment the first node is told to reboot; until the
+  // check after the next one that node says it has not rebooted yet.
+  transport.AddHandler(
+      [this](const std::string&, const Command& c) -> std::optional<CommandResult> {
+        if (c.script.rfind("touch /run/gpuctl-reboot-marker", 0) == 0) {
+          interrupted = true;
+        }
+        return std::nullopt;  // StatefulNodes answers
+      });
+  const Plan plan = Apply(options);
+  int rebooted = 0;
+  int cancelled = 0;
+  for (const char* w : {"w1", "w2", "w3"}) {
+    const PlanItem* item = plan.Find(w, "gpu.driver");
+    EXPECT_EQ(item->state, ItemState::kBlocked) << w;
+    if (nodes.reboots(w) == 1) {
+      ++rebooted;
+      EXPECT_NE(item->detail.find("rebooting, not yet back"), std::string::npos) << item->detail;
+    } else {
+      ++cancelled;
+      // Changed and its reboot cancelled, or (had Ctrl-C come first) never changed.
+      const bool cancelled_reboot = item->detail.find("reboot was cancelled") != std::string::npos;
+      EXPECT_TRUE(cancelled_reboot || item->detail == "run stopped before this step")
+          << item->detail;
+    }
+  }
+  EXPECT_EQ(rebooted, 1);
+  EXPECT_EQ(cancelled, 2);
+  EXPECT_EQ(max_reboots, 1U);
+  // An interrupted run fails no node: the next apply finishes the work.
+  EXPECT_TRUE(errors.empty());
+}
+
+TEST_F(InterruptedRebootTest, ANodeThatNeverComesBackFailsNamingTheTimeout) {
+  options.batch = 0;
+  // Long enough for the others' one "not rebooted yet" answer and retry.
+  options.reboot_timeout = std::chrono::seconds(3);
+  transport.AddHandler(
+      [this](const std::string& node, const Command& c) -> std::optional<CommandResult> {
+        if (node == "w2" && c.script.rfind("touch /run/gpuctl-reboot-marker", 0) == 0) {
+          transport.Unreachable("w2");  // powered off for good
+        }
+        return std::nullopt;
+      });
+  const Plan plan = Apply(options);
+  const PlanItem* dead = plan.Find("w2", "gpu.driver");
+  EXPECT_EQ(dead->state, ItemState::kFailed);
+  EXPECT_NE(dead->detail.find("did not come back from reboot within 3s"), std::string::npos)
+      << dead->detail;
+  EXPECT_EQ(errors.count("w2"), 1U);
+  EXPECT_EQ(plan.Find("w1", "gpu.driver")->state, ItemState::kApplied);
+  EXPECT_EQ(plan.Find("w3", "gpu.driver")->state, ItemState::kApplied);
+}
+
+TEST(Duration, ReadsAsAnAdminWritesIt) {
+  EXPECT_EQ(Duration(std::chrono::seconds(45)), "45s");
+  EXPECT_EQ(Duration(std::chrono::seconds(600)), "10m");
+  EXPECT_EQ(Duration(std::chrono::seconds(90)), "1m30s");
 }
 
 TEST(ParseBatch, CountsAndPercentages) {

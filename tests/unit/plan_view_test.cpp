@@ -44,6 +44,31 @@ TEST_F(PlanViewTest, TextShowsEachNodeItsItemsAndTheSummary) {
   EXPECT_EQ(text.find("\x1b["), std::string::npos) << "no colour unless asked";
 }
 
+TEST_F(PlanViewTest, AChangeThatRebootsSaysSoAndTheSummaryCountsTheNodes) {
+  plan.Find("worker1", "gpu.driver")->reboot = true;
+  const std::string text = RenderPlanText(plan, inventory, {}, {});
+  EXPECT_NE(text.find("  ? gpu.driver                     known after apply [reboots]"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(", 1 node to reboot\n"), std::string::npos) << text;
+  const auto json = PlanToJson(plan, {}, {});
+  EXPECT_EQ(json["summary"]["reboot_nodes"], nlohmann::json::array({"worker1"}));
+  // Once applied, it no longer announces a reboot.
+  plan.Find("worker1", "gpu.driver")->state = ItemState::kApplied;
+  EXPECT_EQ(RenderPlanText(plan, inventory, {}, {}).find("[reboots]"), std::string::npos);
+}
+
+TEST_F(PlanViewTest, WhatApplyCannotFixIsMarkedWithItsReason) {
+  PlanItem& driver = *plan.Find("worker1", "gpu.driver");
+  driver.state = ItemState::kNeedsAttention;
+  driver.observed = "7 of 8 GPUs visible";
+  const std::string text = RenderPlanText(plan, inventory, {}, {});
+  EXPECT_NE(text.find("  ! gpu.driver                     apply cannot fix: 7 of 8 GPUs visible"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("1 apply cannot fix"), std::string::npos) << text;
+}
+
 TEST_F(PlanViewTest, TextCanHideSatisfiedItems) {
   TextOptions options;
   options.show_ok = false;

@@ -78,15 +78,18 @@ TEST_F(ProbePhaseTest, SendsOnlyProbesNeverChanges) {
 TEST_F(ProbePhaseTest, ConnectsOncePerNodeForAllItsProbes) {
   RunPlan();
   EXPECT_EQ(transport.Connects("worker1"), 1);
-  EXPECT_EQ(transport.RecordsFor("worker1").size(), 2U);
+  // Two probes, and the verification of each (both probes passed): one verdict per step.
+  EXPECT_EQ(transport.RecordsFor("worker1").size(), 4U);
 }
 
 TEST_F(ProbePhaseTest, ProbesANodeInItsDependencyOrder) {
   RunPlan();
   const auto records = transport.RecordsFor("worker2");
-  ASSERT_EQ(records.size(), 2U);
+  ASSERT_EQ(records.size(), 4U);  // each probe passed, so its verification ran after it
   EXPECT_EQ(records[0].command.script, "probe os.sysctl");
-  EXPECT_EQ(records[1].command.script, "probe gpu.driver");
+  EXPECT_EQ(records[1].command.script, "verify os.sysctl");
+  EXPECT_EQ(records[2].command.script, "probe gpu.driver");
+  EXPECT_EQ(records[3].command.script, "verify gpu.driver");
 }
 
 TEST_F(ProbePhaseTest, AnUnreachableNodeFailsAloneAndOthersAreProbed) {
