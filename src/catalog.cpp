@@ -11,6 +11,7 @@
 
 #include "catalog_internal.h"
 #include "gpuctl/digest.h"
+#include "gpuctl/input_file.h"
 #include "gpuctl/repositories.h"
 
 namespace gpuctl {
@@ -185,6 +186,14 @@ std::optional<Catalog> Catalog::Load(const std::string& dir, Diagnostics& diagno
   std::vector<fs::path> files;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     if (entry.path().extension() == ".yaml") {
+      // A directory of a million files (a wrong --playbooks) ends here, not
+      // after reading them all.
+      if (files.size() == kMaxPlaybookFiles) {
+        diagnostics.Error({dir, 0, 0}, fmt::format("more than {} playbooks (*.yaml); gpuctl "
+                                                   "reads at most that many from one directory",
+                                                   kMaxPlaybookFiles));
+        return std::nullopt;
+      }
       files.push_back(entry.path());
     } else if (entry.path().extension() == ".yml") {
       found.Warning({entry.path().string(), 0, 0},
@@ -199,13 +208,13 @@ std::optional<Catalog> Catalog::Load(const std::string& dir, Diagnostics& diagno
   Catalog catalog;
   // Optional: a catalog whose scripts call no shared helpers needs none.
   if (const fs::path prelude = fs::path(dir) / "prelude.sh"; fs::exists(prelude, ec)) {
-    if (auto text = yaml::ReadFile(prelude.string(), found)) {
+    if (auto text = yaml::ReadFile(prelude.string(), kMaxPlaybookBytes, found)) {
       catalog.prelude_ = std::move(*text);
     }
   }
   for (const auto& file : files) {
     yaml::Source source(file.string(), found);
-    if (auto text = yaml::ReadFile(file.string(), found)) {
+    if (auto text = yaml::ReadFile(file.string(), kMaxPlaybookBytes, found)) {
       if (auto root = source.Parse(*text)) {
         detail::ReadPlaybook(source, *root, catalog.steps_);
       }

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "gpuctl/input_file.h"
 #include "gpuctl/yaml_source.h"
 #include "inventory_internal.h"
 
@@ -198,7 +199,7 @@ std::optional<Inventory> ParseInventory(const std::string& text, const std::stri
 }
 
 std::optional<Inventory> LoadInventory(const std::string& path, Diagnostics& diagnostics) {
-  auto text = yaml::ReadFile(path, diagnostics);
+  auto text = yaml::ReadFile(path, kMaxInventoryBytes, diagnostics);
   if (!text) {
     return std::nullopt;
   }

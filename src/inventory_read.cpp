@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "gpuctl/cuda_compat.h"
+#include "gpuctl/input_file.h"
 #include "gpuctl/repositories.h"
 #include "gpuctl/syntax.h"
 #include "inventory_internal.h"
@@ -238,6 +239,14 @@ void Reader::Top(const YAML::Node& root) {
   // Nodes last: each starts from the cluster-wide ssh settings read above,
   // wherever the ssh block sits in the file.
   if (auto nodes = top.List("nodes")) {
+    if (nodes->size() > kMaxInventoryNodes) {
+      // Not read further: checking each would cost time and memory for a
+      // file that is refused anyway.
+      source_.Error(top.KeyWhere("nodes"),
+                    fmt::format("{} nodes; gpuctl reads at most {} in one inventory", nodes->size(),
+                                kMaxInventoryNodes));
+      return;
+    }
     marks_.has_nodes = true;
     marks_.nodes = top.KeyWhere("nodes");
     for (const auto& item : *nodes) {

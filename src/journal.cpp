@@ -9,6 +9,7 @@
 #include <fmt/chrono.h>
 #include <nlohmann/json.hpp>
 
+#include "gpuctl/input_file.h"
 #include "gpuctl/prober.h"
 
 namespace gpuctl {
@@ -92,24 +93,29 @@ void Journal::Note(const std::string& node, const std::string& message) {
 }
 
 std::vector<std::pair<std::string, std::string>> UnfinishedSteps(const std::string& journal_path) {
-  std::ifstream in(journal_path);
   std::map<std::pair<std::string, std::string>, int> open;  // change started minus ended
   std::vector<std::pair<std::string, std::string>> order;
-  std::string line;
-  while (std::getline(in, line)) {
-    const auto e = nlohmann::json::parse(line, nullptr, false);
-    if (e.is_discarded() || e.value("activity", "") != "change") {
-      continue;  // a torn last line from a killed run is expected
-    }
-    const std::pair<std::string, std::string> key{e.value("node", ""), e.value("step", "")};
-    if (e.value("event", "") == "start") {
-      if (open[key]++ == 0) {
-        order.push_back(key);
-      }
-    } else if (e.value("event", "") == "end") {
-      --open[key];
-    }
-  }
+  // Read a line at a time through input_file.h (a journal can be gigabytes);
+  // one that cannot be read (missing, not a regular file) only means no
+  // notes about the previous run, as before.
+  std::string why;
+  ReadInputLines(
+      journal_path, kMaxJournalBytes,
+      [&](std::string_view line) {
+        const auto e = nlohmann::json::parse(line, nullptr, false);
+        if (e.is_discarded() || e.value("activity", "") != "change") {
+          return;  // a torn last line from a killed run is expected
+        }
+        const std::pair<std::string, std::string> key{e.value("node", ""), e.value("step", "")};
+        if (e.value("event", "") == "start") {
+          if (open[key]++ == 0) {
+            order.push_back(key);
+          }
+        } else if (e.value("event", "") == "end") {
+          --open[key];
+        }
+      },
+      why);
   std::vector<std::pair<std::string, std::string>> unfinished;
   for (const auto& key : order) {
     if (open[key] > 0) {

@@ -10,7 +10,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -19,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "gpuctl/input_file.h"
 #include "ssh_channel.h"
 
 namespace gpuctl {
@@ -206,14 +209,12 @@ void EnableKeepalive(ssh_session session) {
   setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &unacked_ms, sizeof unacked_ms);
 }
 
-std::string ServerFingerprint(ssh_session session) {
-  ssh_key key = nullptr;
-  if (ssh_get_server_publickey(session, &key) != SSH_OK) {
-    return "(unknown fingerprint)";
-  }
+// "SHA256:... (ssh-ed25519)": OpenSSH's fingerprint form (ssh-keygen -l), so
+// an admin can compare it with what the node's console shows.
+std::string Fingerprint(ssh_key key) {
+  std::string fingerprint = "(unknown fingerprint)";
   unsigned char* hash = nullptr;
   size_t length = 0;
-  std::string fingerprint = "(unknown fingerprint)";
   if (ssh_get_publickey_hash(key, SSH_PUBLICKEY_HASH_SHA256, &hash, &length) == 0) {
     if (char* text = ssh_get_fingerprint_hash(SSH_PUBLICKEY_HASH_SHA256, hash, length)) {
       fingerprint = text;
@@ -221,8 +222,57 @@ std::string ServerFingerprint(ssh_session session) {
     }
     ssh_clean_pubkey_hash(&hash);
   }
+  if (const char* type = ssh_key_type_to_char(ssh_key_type(key)); type != nullptr) {
+    fingerprint += std::string(" (") + type + ")";
+  }
+  return fingerprint;
+}
+
+std::string ServerFingerprint(ssh_session session) {
+  ssh_key key = nullptr;
+  if (ssh_get_server_publickey(session, &key) != SSH_OK) {
+    return "(unknown fingerprint)";
+  }
+  std::string fingerprint = Fingerprint(key);
   ssh_key_free(key);
   return fingerprint;
+}
+
+// The keys known_hosts records for the endpoint, as "SHA256:... (type) at
+// file:line". libssh says only that the key changed: on a mismatch its
+// known-hosts entry API hands back no entry, so the file is read here, a
+// line at a time, and each line matched with libssh's own parser (which
+// also matches hashed names).
+std::vector<std::string> RecordedKeys(const Endpoint& e, const std::string& known_hosts) {
+  // libssh looks hosts up by "host" on port 22, "[host]:port" otherwise, in
+  // lower case.
+  std::string name = KnownHostsName(e);
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::vector<std::string> recorded;
+  std::size_t number = 0;
+  std::string why;
+  ReadInputLines(
+      known_hosts, kMaxKnownHostsBytes,
+      [&](std::string_view line) {
+        ++number;
+        const std::size_t start = line.find_first_not_of(" \t");
+        // Comments, blank lines and @cert-authority/@revoked markers hold no
+        // plain host key.
+        if (start == std::string_view::npos || line[start] == '#' || line[start] == '@') {
+          return;
+        }
+        ssh_knownhosts_entry* entry = nullptr;
+        if (ssh_known_hosts_parse_line(name.c_str(), std::string(line.substr(start)).c_str(),
+                                       &entry) == SSH_OK &&
+            entry != nullptr) {
+          recorded.push_back(Fingerprint(entry->publickey) + " at " + known_hosts + ":" +
+                             std::to_string(number));
+        }
+        SSH_KNOWNHOSTS_ENTRY_FREE(entry);
+      },
+      why);
+  return recorded;
 }
 
 void VerifyHostKey(ssh_session session, const Endpoint& e, const std::string& known_hosts) {
@@ -234,16 +284,25 @@ void VerifyHostKey(ssh_session session, const Endpoint& e, const std::string& kn
     case SSH_KNOWN_HOSTS_OK:
       return;
     case SSH_KNOWN_HOSTS_CHANGED:
-    case SSH_KNOWN_HOSTS_OTHER:
+    case SSH_KNOWN_HOSTS_OTHER: {
+      const std::vector<std::string> recorded = RecordedKeys(e, known_hosts);
+      std::string was = "the key recorded for it in " + known_hosts;
+      if (!recorded.empty()) {
+        was = recorded.size() == 1 ? "the key recorded for it: " : "the keys recorded for it: ";
+        for (std::size_t i = 0; i < recorded.size(); ++i) {
+          was += (i == 0 ? "" : ", ") + recorded[i];
+        }
+      }
       throw TransportError(
           ConnectFailure::kHostKeyChanged,
           Where(e) + ": HOST KEY CHANGED. The node presented " + fingerprint +
-              ", which does not match the key recorded for it in " + known_hosts +
+              ", which does not match " + was +
               ". Someone may be intercepting the connection, or the node was reinstalled. "
               "Verify the new fingerprint on the node's console (ssh-keygen -lf "
               "/etc/ssh/ssh_host_*_key.pub); if the change is expected, remove the old key "
               "with `" +
               forget + "` and connect again with --trust-new-host-keys.");
+    }
     case SSH_KNOWN_HOSTS_NOT_FOUND:
     case SSH_KNOWN_HOSTS_UNKNOWN:
       if (!e.trust_on_first_use) {
@@ -281,7 +340,14 @@ KeyResult FromAuth(int rc) {
   }
 }
 
-KeyResult TryKeyFile(ssh_session session, const std::string& path) {
+// `why` says why a file was unreadable (kUnreadable).
+KeyResult TryKeyFile(ssh_session session, const std::string& path, std::string& why) {
+  // Read here rather than by libssh, so a FIFO or a device given as the
+  // identity file is refused instead of blocking the connect.
+  auto text = ReadInputFile(path, kMaxIdentityFileBytes, why);
+  if (!text) {
+    return KeyResult::kUnreadable;
+  }
   // Without a callback OpenSSL would prompt on the terminal for an encrypted
   // PEM key; this one refuses, and notes that a passphrase was wanted.
   bool wanted_passphrase = false;
@@ -291,10 +357,9 @@ KeyResult TryKeyFile(ssh_session session, const std::string& path) {
   };
   ssh_key key = nullptr;
   const int rc =
-      ssh_pki_import_privkey_file(path.c_str(), nullptr, refuse, &wanted_passphrase, &key);
-  if (rc == SSH_EOF) {
-    return KeyResult::kUnreadable;
-  }
+      ssh_pki_import_privkey_base64(text->c_str(), nullptr, refuse, &wanted_passphrase, &key);
+  // The private key's text is not left in freed memory.
+  explicit_bzero(text->data(), text->size());
   if (rc != SSH_OK) {
     return wanted_passphrase ? KeyResult::kEncrypted : KeyResult::kBad;
   }
@@ -303,14 +368,14 @@ KeyResult TryKeyFile(ssh_session session, const std::string& path) {
   return result;
 }
 
-std::string Describe(KeyResult result) {
+std::string Describe(KeyResult result, const std::string& why) {
   switch (result) {
     case KeyResult::kRefused:
       return "refused";
     case KeyResult::kPartial:
       return "accepted, but the server also wants another method";
     case KeyResult::kUnreadable:
-      return "missing or unreadable";
+      return why.empty() ? "missing or unreadable" : "unreadable: " + why;
     case KeyResult::kEncrypted:
       return "passphrase-protected: gpuctl cannot prompt; load it into ssh-agent and leave "
              "identity_file empty";
@@ -323,6 +388,7 @@ std::string Describe(KeyResult result) {
 
 void Authenticate(ssh_session session, const Endpoint& e) {
   std::vector<std::string> tried;
+  std::string why;  // why the key file last tried was unreadable
   auto check = [&](KeyResult result, const std::string& what) {
     if (result == KeyResult::kAccepted) {
       return true;
@@ -333,12 +399,12 @@ void Authenticate(ssh_session session, const Endpoint& e) {
                                                              "authenticating: " +
                                                              ssh_get_error(session));
     }
-    tried.push_back(what + " (" + Describe(result) + ")");
+    tried.push_back(what + " (" + Describe(result, why) + ")");
     return false;
   };
   if (!e.identity_file.empty()) {
     const std::string path = ExpandHome(e.identity_file);
-    if (check(TryKeyFile(session, path), path)) {
+    if (check(TryKeyFile(session, path, why), path)) {
       return;
     }
   } else {
@@ -349,7 +415,7 @@ void Authenticate(ssh_session session, const Endpoint& e) {
     }
     for (const char* name : {"id_ed25519", "id_ecdsa", "id_rsa"}) {
       const std::string path = HomeDir() + "/.ssh/" + name;
-      if (access(path.c_str(), F_OK) == 0 && check(TryKeyFile(session, path), path)) {
+      if (access(path.c_str(), F_OK) == 0 && check(TryKeyFile(session, path, why), path)) {
         return;
       }
     }
@@ -420,6 +486,12 @@ class SshTransport : public Transport {
     SessionPtr session(ssh_new());
     if (session == nullptr) {
       throw TransportError(ConnectFailure::kOther, Where(endpoint) + ": cannot create a session");
+    }
+    // libssh reads known_hosts itself and would spin on /dev/zero or wait on
+    // a FIFO; a missing file is fine (the host is then unknown).
+    if (const std::string why = CheckInputFile(known_hosts, kMaxKnownHostsBytes); !why.empty()) {
+      throw TransportError(ConnectFailure::kOther,
+                           Where(endpoint) + ": known_hosts " + known_hosts + ": " + why);
     }
     Configure(session.get(), endpoint, known_hosts);
     if (ssh_connect(session.get()) != SSH_OK) {

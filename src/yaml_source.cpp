@@ -2,26 +2,25 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <charconv>
-#include <cstring>
-#include <fstream>
 #include <sstream>
 #include <tuple>
 
 #include <fmt/format.h>
+#include <yaml-cpp/eventhandler.h>
+
+#include "gpuctl/input_file.h"
 
 namespace gpuctl::yaml {
 
-std::optional<std::string> ReadFile(const std::string& path, Diagnostics& diagnostics) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    diagnostics.Error({path, 0, 0}, fmt::format("cannot read: {}", std::strerror(errno)));
-    return std::nullopt;
+std::optional<std::string> ReadFile(const std::string& path, std::uint64_t max_bytes,
+                                    Diagnostics& diagnostics) {
+  std::string why;
+  auto text = ReadInputFile(path, max_bytes, why);
+  if (!text) {
+    diagnostics.Error({path, 0, 0}, std::move(why));
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return text;
 }
 
 SourceLocation Where(const YAML::Mark& mark, const std::string& file) {
@@ -116,8 +115,70 @@ std::string Describe(const YAML::Node& node) {
   }
 }
 
+namespace {
+
+// Counts values as the parser meets them, without building a tree, and stops
+// the parse (by throwing) at the first one past the bound.
+class ValueCounter : public YAML::EventHandler {
+ public:
+  struct TooMany {
+    YAML::Mark mark;
+  };
+
+  explicit ValueCounter(std::size_t limit) : limit_(limit) {}
+
+  void OnDocumentStart(const YAML::Mark& /*mark*/) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t /*anchor*/) override { Count(mark); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t /*anchor*/) override { Count(mark); }
+  void OnScalar(const YAML::Mark& mark, const std::string& /*tag*/, YAML::anchor_t /*anchor*/,
+                const std::string& /*value*/) override {
+    Count(mark);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string& /*tag*/,
+                       YAML::anchor_t /*anchor*/, YAML::EmitterStyle::value /*style*/) override {
+    Count(mark);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& mark, const std::string& /*tag*/, YAML::anchor_t /*anchor*/,
+                  YAML::EmitterStyle::value /*style*/) override {
+    Count(mark);
+  }
+  void OnMapEnd() override {}
+
+ private:
+  void Count(const YAML::Mark& mark) {
+    if (++count_ > limit_) {
+      throw TooMany{mark};
+    }
+  }
+  std::size_t limit_;
+  std::size_t count_ = 0;
+};
+
+}  // namespace
+
 std::optional<YAML::Node> Source::Parse(const std::string& text) {
   try {
+    // yaml-cpp's tree costs about 500 bytes a value, so a small file written
+    // densely could take gigabytes; count first where that is possible. A
+    // syntax error met while counting is left for the real parse to report.
+    if (text.size() > kCountYamlValuesAbove) {
+      std::istringstream in(text);
+      YAML::Parser parser(in);
+      ValueCounter counter(kMaxYamlValues);
+      try {
+        parser.HandleNextDocument(counter);
+      } catch (const ValueCounter::TooMany& too_many) {
+        Error(yaml::Where(too_many.mark, file_),
+              fmt::format("more than {} YAML values (scalars, lists and mappings) in one file; "
+                          "gpuctl reads at most that many",
+                          kMaxYamlValues));
+        return std::nullopt;
+      } catch (const YAML::Exception&) {
+        // The same error comes again from the parse below, which reports it.
+      }
+    }
     return YAML::Load(text);
   } catch (const YAML::Exception& e) {
     Error(yaml::Where(e.mark, file_), fmt::format("invalid YAML: {}", e.msg));

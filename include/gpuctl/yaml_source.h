@@ -8,6 +8,7 @@
 // loader carries on so `gpuctl validate` shows everything at once.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -20,8 +21,11 @@
 
 namespace gpuctl::yaml {
 
-// A whole file; an unreadable one is a diagnostic naming why.
-std::optional<std::string> ReadFile(const std::string& path, Diagnostics& diagnostics);
+// A whole file, through the bounded reader (input_file.h): one that is not a
+// regular file, is larger than `max_bytes` or cannot be read is a diagnostic
+// naming why.
+std::optional<std::string> ReadFile(const std::string& path, std::uint64_t max_bytes,
+                                    Diagnostics& diagnostics);
 
 // yaml-cpp marks are 0-based and -1 when unknown; ours are 1-based and 0.
 SourceLocation Where(const YAML::Mark& mark, const std::string& file);
@@ -62,7 +66,9 @@ class Source {
   Source(std::string file, Diagnostics& diagnostics)
       : file_(std::move(file)), diagnostics_(diagnostics) {}
 
-  // Parses `text`. A syntax error becomes one diagnostic at its position.
+  // Parses `text`. A syntax error becomes one diagnostic at its position; so
+  // does a text of more than kMaxYamlValues values (input_file.h), at the
+  // value past the bound, before any tree is built.
   std::optional<YAML::Node> Parse(const std::string& text);
 
   [[nodiscard]] const std::string& file() const { return file_; }

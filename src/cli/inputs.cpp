@@ -2,23 +2,26 @@
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
 #include "gpuctl/digest.h"
+#include "gpuctl/input_file.h"
 #include "gpuctl/parallel.h"
 #include "gpuctl/script_trace.h"
 #include "gpuctl/ssh_transport.h"
+#include "gpuctl/yaml_source.h"
 
 namespace gpuctl::cli {
 
 std::optional<Inputs> LoadInputs(const std::string& inventory_path, const GlobalOptions& global,
                                  std::ostream& err) {
   Diagnostics diagnostics;
-  auto inventory = LoadInventory(inventory_path, diagnostics);
+  // Read once: the digest a saved plan records is of the bytes validated.
+  const auto text = yaml::ReadFile(inventory_path, kMaxInventoryBytes, diagnostics);
+  auto inventory =
+      text ? ParseInventory(*text, inventory_path, diagnostics) : std::optional<Inventory>();
   const std::string dir = global.playbooks.empty() ? DefaultPlaybookDir() : global.playbooks;
   auto catalog = Catalog::Load(dir, diagnostics);
   err << diagnostics.Format();
@@ -36,10 +39,7 @@ std::optional<Inputs> LoadInputs(const std::string& inventory_path, const Global
     }
     catalog = std::move(selected);
   }
-  std::ifstream in(inventory_path, std::ios::binary);
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return Inputs{std::move(*inventory), std::move(*catalog), Digest(bytes.str())};
+  return Inputs{std::move(*inventory), std::move(*catalog), Digest(*text)};
 }
 
 PlanHeader HeaderFor(const Inputs& inputs) {

@@ -201,6 +201,7 @@ TEST_F(SshTransportTest, TrustOnFirstUseRecordsTheKeyForLaterConnects) {
 }
 
 TEST_F(SshTransportTest, ChangedHostKeyIsRefusedEvenWithTrustOnFirstUse) {
+  const std::string recorded = sshd_->HostKeyFingerprint();
   sshd_->Stop();
   sshd_->RegenerateHostKey();
   sshd_->Start();
@@ -210,6 +211,10 @@ TEST_F(SshTransportTest, ChangedHostKeyIsRefusedEvenWithTrustOnFirstUse) {
     e.trust_on_first_use = trust;
     const std::string message = ConnectFails(e, ConnectFailure::kHostKeyChanged);
     EXPECT_NE(message.find(sshd_->HostKeyFingerprint()), std::string::npos) << message;
+    // The key it replaced, and where known_hosts has it.
+    EXPECT_NE(message.find(recorded + " (ssh-ed25519) at " + sshd_->known_hosts() + ":1"),
+              std::string::npos)
+        << message;
     EXPECT_NE(message.find("ssh-keygen -R '[127.0.0.1]:" + std::to_string(sshd_->port())),
               std::string::npos)
         << message;
