@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
 #include <iostream>
 
 #include "cli/commands.h"
@@ -11,6 +12,11 @@
 #include "gpuctl/version.h"
 
 int main(int argc, char** argv) {
+  // Into a pipe (a CI log, `| tee`) stdout would be block-buffered: the plan
+  // arrived at exit, after the progress lines on stderr. Line-buffered, each
+  // line leaves when it is complete. std::cout writes through C's stdout
+  // (sync_with_stdio is never turned off), so this covers it too.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   CLI::App app{"gpuctl: provision and check GPU clusters over SSH"};
   app.set_version_flag("--version", std::string("gpuctl ") + gpuctl::kVersion);
   app.require_subcommand(1);

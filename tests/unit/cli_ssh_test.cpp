@@ -1,12 +1,17 @@
 // The gpuctl binary against a real sshd on localhost: plan's probes cross SSH,
 // exit codes are the documented ones, host keys are enforced, and apply
 // changes, verifies, and then has nothing left to do.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -221,6 +226,85 @@ TEST_F(CliSshTest, CheckListsTheMismatchAndExitsTwo) {
   EXPECT_NE(run.output.find("master1: over ssh: to 127.0.0.1"), std::string::npos) << run.output;
   WriteFile(marker_, "x\n");
   EXPECT_EQ(Gpuctl("check " + Inventory(), Playbooks()).exit_code, 0);
+}
+
+// Piped stdout (a CI log, `| tee`) gets each line when it is written, not
+// when something else happens to flush it: apply prints its plan, then waits
+// in a change for a line that this test writes only once it has read the
+// plan from the pipe. Held back, the plan would come only when the change
+// gave up (stderr's "failed" line flushes stdout: std::cerr is tied to
+// std::cout) and the step would fail.
+TEST_F(CliSshTest, PipedOutputArrivesLineByLineWhileApplyRuns) {
+  // The test holds the gate FIFO open at both ends, so the change's `head`
+  // opens it at once and waits for a line; `timeout` bounds a broken run to a
+  // minute instead of a hang. --only: another step's "applied" line on
+  // stderr would flush stdout too and hide the fault.
+  const fs::path gate = dir_ / "gate";
+  const fs::path released = dir_ / "released";
+  ASSERT_EQ(mkfifo(gate.c_str(), 0600), 0);
+  const int gate_fd = open(gate.c_str(), O_RDWR);
+  ASSERT_GE(gate_fd, 0);
+  WriteFile(dir_ / "playbooks/20-gate.yaml", fmt::format(R"yaml(steps:
+  - id: pipe.gate
+    description: waits for the test before it changes anything
+    roles: [master]
+    probe: |
+      if [ "$(cat '{1}' 2>/dev/null)" = go ]; then exit 0; fi
+      exit 1
+    change:
+      any: |
+        timeout 60 head -n 1 '{0}' >'{1}'
+)yaml",
+                                                         gate.string(), released.string()));
+  int out[2];
+  ASSERT_EQ(pipe(out), 0);
+  const std::string command = fmt::format(
+      "GPUCTL_PLAYBOOKS='{}' NO_COLOR=1 exec '{}' --only pipe.gate apply --yes '{}' "
+      "--run-dir '{}' 2>'{}' </dev/null",
+      Playbooks(), GPUCTL_BINARY, Inventory(), (dir_ / "run").string(), (dir_ / "stderr").string());
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    dup2(out[1], STDOUT_FILENO);
+    close(out[0]);
+    close(out[1]);
+    close(gate_fd);
+    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(out[1]);
+  const auto read_some = [&](std::string& into) {
+    char buffer[4096];
+    const ssize_t n = read(out[0], buffer, sizeof(buffer));
+    if (n > 0) into.append(buffer, static_cast<std::size_t>(n));
+    return n > 0;
+  };
+
+  // Blocks until gpuctl writes its first line.
+  std::string first;
+  while (first.find('\n') == std::string::npos && read_some(first)) {
+  }
+  int status = 0;
+  EXPECT_EQ(waitpid(pid, &status, WNOHANG), 0) << "gpuctl exited before its first line came";
+  EXPECT_TRUE(first.starts_with("master1  127.0.0.1")) << first;  // the plan's node line
+  EXPECT_EQ(first.find("Journal:"), std::string::npos) << "all of it came at once: " << first;
+
+  ASSERT_EQ(write(gate_fd, "go\n", 3), 3);
+  std::string rest;
+  while (read_some(rest)) {
+  }
+  close(out[0]);
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  close(gate_fd);
+  std::stringstream err;
+  err << std::ifstream(dir_ / "stderr").rdbuf();
+  std::stringstream got;
+  got << std::ifstream(released).rdbuf();
+  // The change took the test's line: the plan was read while it waited.
+  EXPECT_EQ(got.str(), "go\n") << "the plan reached the pipe only after the change gave up\n"
+                               << first << rest << err.str();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << first << rest << err.str();
+  EXPECT_NE(rest.find("Journal:"), std::string::npos) << rest;
 }
 
 TEST(CliValidate, ReportsEveryErrorAndExitsOne) {
