@@ -11,6 +11,8 @@ build_pkgs=(
   nlohmann-json3-dev libgtest-dev libgmock-dev
   clang-format clang-tidy
   openssh-server openssh-client
+  # scripts/lint-steps.sh lints the step scripts and the repository's shell.
+  shellcheck
 )
 # dpkg-dev, rpm (rpmbuild), createrepo-c and gcc build the lab's package
 # repository (lab/build-repo.sh; gcc makes the stand-ins' stub libraries).

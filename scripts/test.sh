@@ -16,6 +16,9 @@ echo "== build: release"
 cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build/release -j "$jobs"
 
+echo "== lint: step scripts and shell (shellcheck, copies)"
+bash scripts/lint-steps.sh build/release/gpuctl
+
 echo "== build: asan+ubsan"
 cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGPUCTL_SANITIZE=ON >/dev/null
 cmake --build build/asan -j "$jobs"
