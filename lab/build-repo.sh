@@ -209,6 +209,7 @@ build_rpm() { # stage repo-spec
   [ "$version" != "$PKG_VERSION" ] && release=${PKG_VERSION##*-}
   local spec=$work/$name-$version-$release.spec top=$work/rpmbuild-$name-$version-$release
   local owned_elsewhere
+  # shellcheck disable=SC2086,SC2116 # the list on one line, a blank each side
   owned_elsewhere=" $(echo $system_dirs) "
   {
     echo "Name: $name"
@@ -320,6 +321,7 @@ export -f build_one build_deb build_rpm rpm_scriptlet script_with_vars deb_to_rp
 export work out system_dirs
 list_builds >"$work/builds"
 # Parallel, one package per job; the sort keeps the printed list stable.
+# shellcheck disable=SC2016 # the inner bash expands its own $1 and $2
 xargs -P "$jobs" -L 1 bash -c 'v=$2; [ "$v" = - ] && v=; build_one "$1" "$v"' _ \
   <"$work/builds" >"$work/built" || { cat "$work/built"; exit 1; }
 sort "$work/built"

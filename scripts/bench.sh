@@ -62,6 +62,7 @@ for n in "${counts[@]}"; do
   joined=$(printf '%s; ' "${probes[@]}")
 
   # Floor: one plain ssh per node, all five probes in it, all nodes at once.
+  # shellcheck disable=SC2029 # the probes' text, for the node's shell to run
   floor() { for a in "${addrs[@]}"; do ssh "${ssh_opts[@]}" "root@$a" "$joined" & done; wait; }
   printf '%-6s %-40s %s\n' "$n" "ssh, one per node (floor)" "$(measure bash -c "$(declare -p addrs ssh_opts joined probes); $(declare -f floor); floor")"
 

@@ -1,5 +1,6 @@
 # cuda-drivers-<branch>: pins a driver branch, as NVIDIA's repositories offer.
 source "$PKG_DIR/../nvidia-driver/branches.sh"
+# shellcheck disable=SC2086 # the list's words are the variants
 pkg_variants() { printf '%s\n' $NVIDIA_BRANCHES; }
 
 if [ -n "$PKG_VARIANT" ]; then

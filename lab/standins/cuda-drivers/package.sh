@@ -2,6 +2,7 @@
 # (the newest wins unless pinned: `dnf install cuda-drivers-550.127.05`,
 # `apt-get install cuda-drivers=550.127.05-1`).
 source "$PKG_DIR/../nvidia-driver/branches.sh"
+# shellcheck disable=SC2086 # the list's words are the variants
 pkg_variants() { printf '%s\n' $NVIDIA_BRANCHES; }
 
 if [ -n "$PKG_VARIANT" ]; then

@@ -1,6 +1,7 @@
 # libcudnn9-dev-cuda-<major> (RHEL: libcudnn9-devel-cuda-<major>): the headers,
 # here cudnn_version.h with the real CUDNN_MAJOR/MINOR/PATCHLEVEL defines.
 source "$PKG_DIR/../cudnn/release.sh"
+# shellcheck disable=SC2086 # the list's words are the variants
 pkg_variants() { printf '%s\n' $CUDNN_VARIANTS; }
 if [ -n "$PKG_VARIANT" ]; then
   cudnn_variant

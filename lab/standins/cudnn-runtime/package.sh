@@ -2,6 +2,7 @@
 # cudnnGetVersion() answers the release. One CUDA flavour at a time (same files).
 source "$PKG_DIR/../cudnn/release.sh"
 source "$PKG_DIR/../stub-lib.sh"
+# shellcheck disable=SC2086 # the list's words are the variants
 pkg_variants() { printf '%s\n' $CUDNN_VARIANTS; }
 if [ -n "$PKG_VARIANT" ]; then
   cudnn_variant

@@ -1,5 +1,6 @@
 # cudnn9-cuda-<major>: NVIDIA's metapackage for cuDNN 9 (runtime + headers).
 source "$PKG_DIR/release.sh"
+# shellcheck disable=SC2086 # the list's words are the variants
 pkg_variants() { printf '%s\n' $CUDNN_VARIANTS; }
 if [ -n "$PKG_VARIANT" ]; then
   cudnn_variant

@@ -1,6 +1,7 @@
 # libnccl-dev (RHEL: libnccl-devel): nccl.h with the real NCCL_MAJOR/MINOR/PATCH
 # and NCCL_VERSION_CODE, and the libnccl.so link.
 source "$PKG_DIR/../nccl-runtime/releases.sh"
+# shellcheck disable=SC2086 # the list's words are the variants
 pkg_variants() { printf '%s\n' $NCCL_RELEASES; }
 if [ -n "$PKG_VARIANT" ]; then
   PKG_NAME=libnccl-dev

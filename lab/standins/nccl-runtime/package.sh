@@ -2,6 +2,7 @@
 # ncclGetVersion() answers the release. Pin one with libnccl2=2.23.4-1+cuda12.6.
 source "$PKG_DIR/releases.sh"
 source "$PKG_DIR/../stub-lib.sh"
+# shellcheck disable=SC2086 # the list's words are the variants
 pkg_variants() { printf '%s\n' $NCCL_RELEASES; }
 if [ -n "$PKG_VARIANT" ]; then
   PKG_NAME=libnccl2

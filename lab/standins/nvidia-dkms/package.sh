@@ -3,6 +3,7 @@
 # that says a reboot is needed. Ubuntu's name nvidia-dkms-<branch>; RHEL's
 # kmod-nvidia-latest-dkms (one name, a version per branch).
 source "$PKG_DIR/../nvidia-driver/branches.sh"
+# shellcheck disable=SC2086 # the list's words are the variants
 pkg_variants() { printf '%s\n' $NVIDIA_BRANCHES; }
 
 if [ -n "$PKG_VARIANT" ]; then

@@ -2,6 +2,7 @@
 # real one is; the kernel module and the tools come from nvidia-dkms-<branch> and
 # nvidia-utils-<branch>. (dnf's equivalent is cuda-drivers, ../cuda-drivers.)
 source "$PKG_DIR/branches.sh"
+# shellcheck disable=SC2086 # the list's words are the variants
 pkg_variants() { printf '%s\n' $NVIDIA_BRANCHES; }
 
 if [ -n "$PKG_VARIANT" ]; then

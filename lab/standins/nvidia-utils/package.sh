@@ -1,6 +1,7 @@
 # nvidia-smi and nvidia-persistenced, answering for the profile's GPUs. Ubuntu
 # ships them in nvidia-utils-<branch>; RHEL in nvidia-driver-cuda.
 source "$PKG_DIR/../nvidia-driver/branches.sh"
+# shellcheck disable=SC2086 # the list's words are the variants
 pkg_variants() { printf '%s\n' $NVIDIA_BRANCHES; }
 
 if [ -n "$PKG_VARIANT" ]; then
