@@ -211,6 +211,20 @@ TEST(CatalogDigest, ChangesWithWhatApplyWouldDoOnly) {
   EXPECT_EQ(digest, DigestOf("# moved down a line\n" + base));
 }
 
+TEST(CatalogCommon, TheDigestCoversItAsTheScriptsRunIt) {
+  const std::string shared =
+      "steps:\n  - id: a\n    roles: [worker]\n    common: \"x=1\\n\"\n    probe: test $x\n"
+      "    change: {any: touch $x}\n";
+  EXPECT_NE(DigestOf(shared), "");
+  std::string other = shared;
+  other.replace(other.find("x=1"), 3, "x=2");
+  EXPECT_NE(DigestOf(shared), DigestOf(other));
+  // The same scripts written out in full are the same catalog to a saved plan.
+  EXPECT_EQ(DigestOf(shared),
+            DigestOf("steps:\n  - id: a\n    roles: [worker]\n    probe: \"x=1\\ntest $x\"\n"
+                     "    change: {any: \"x=1\\ntouch $x\"}\n"));
+}
+
 TEST(DefaultPlaybookDir, EnvironmentWinsElseTheSourceTree) {
   const char* saved = std::getenv("GPUCTL_PLAYBOOKS");
   const std::string restore = saved != nullptr ? saved : "";

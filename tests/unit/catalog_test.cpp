@@ -339,5 +339,83 @@ TEST(CatalogGraph, EveryErrorIsReported) {
   EXPECT_EQ(p.diagnostics.ErrorCount(), 4U) << p.diagnostics.Format();
 }
 
+// common: (shell a step's scripts share) goes at the head of each.
+const char* const kCommonStep = R"(steps:
+  - id: os.sysctl
+    roles: [worker]
+    inputs:
+      - name: peer
+        script: cat /etc/peer
+    common: |
+      f=/etc/sysctl.d/90-gpuctl.conf
+      want="vm.swappiness = 0"
+    probe: |
+      file_is "$f" "$want"
+    change:
+      apt: |
+        write_file "$f" "$want"
+      dnf: |
+        write_file "$f" "$want"; sysctl -p "$f"
+)";
+
+TEST(CatalogCommon, HeadsTheProbeEachChangeAndTheVerify) {
+  auto p = ParseText(kCommonStep);
+  ASSERT_TRUE(p.catalog) << p.diagnostics.Format();
+  const Step& s = p.catalog->steps()[0];
+  const std::string common = "f=/etc/sysctl.d/90-gpuctl.conf\nwant=\"vm.swappiness = 0\"\n";
+  EXPECT_EQ(s.common, common);
+  EXPECT_EQ(s.probe, common + "file_is \"$f\" \"$want\"\n");
+  EXPECT_EQ(*s.ChangeFor(OsFamily::kDebian), common + "write_file \"$f\" \"$want\"\n");
+  EXPECT_EQ(*s.ChangeFor(OsFamily::kRhel),
+            common + "write_file \"$f\" \"$want\"; sysctl -p \"$f\"\n");
+  // verify defaulted to the probe: the common part once, not twice.
+  EXPECT_EQ(s.verify, s.probe);
+  // An input runs on another node: the step's common: is not its own.
+  EXPECT_EQ(s.inputs.at(0).script, "cat /etc/peer");
+}
+
+TEST(CatalogCommon, AnExplicitVerifyGetsItToo) {
+  auto p = ParseText(
+      "steps:\n  - id: a\n    roles: [worker]\n    common: x=1\n    probe: test $x\n"
+      "    change: {any: touch $x}\n    verify: test -f $x\n");
+  ASSERT_TRUE(p.catalog) << p.diagnostics.Format();
+  const Step& s = p.catalog->steps()[0];
+  // A plain scalar has no newline of its own: one is added before the script.
+  EXPECT_EQ(s.probe, "x=1\ntest $x");
+  EXPECT_EQ(*s.ChangeFor(OsFamily::kDebian), "x=1\ntouch $x");
+  EXPECT_EQ(*s.ChangeFor(OsFamily::kRhel), "x=1\ntouch $x");
+  EXPECT_EQ(s.verify, "x=1\ntest -f $x");
+}
+
+TEST(CatalogCommon, ErrorsAtTheirPlace) {
+  auto p = ParseText(R"(steps:
+  - id: a
+    roles: [worker]
+    common: [x]
+    probe: exit 0
+    change: {any: "true"}
+  - id: b
+    roles: [worker]
+    common: "  "
+    probe: exit 0
+    change: {any: "true"}
+  - id: c
+    roles: [worker]
+    comon: x=1
+    probe: exit 0
+    change: {any: "true"}
+  - id: d
+    deep: true
+    roles: [master]
+    common: x=1
+    probe: exit 0
+)");
+  EXPECT_FALSE(p.catalog);
+  EXPECT_TRUE(HasError(p.diagnostics, 4, 13, "expected a string, got a list"));
+  EXPECT_TRUE(HasError(p.diagnostics, 9, 13, "empty common script"));
+  EXPECT_TRUE(HasError(p.diagnostics, 14, 5, "unknown key 'comon' (did you mean 'common'?)"));
+  EXPECT_TRUE(HasError(p.diagnostics, 20, 5, "a deep validation has no 'common'"));
+}
+
 }  // namespace
 }  // namespace gpuctl
