@@ -296,6 +296,15 @@ bool Executor::RunItem(const Node& node, PlanItem& item, bool& reboot_pending) {
     return false;
   }
   if (step.reboot) {
+    // Recorded on the node until it reboots, so a run that never gets to the
+    // reboot (Ctrl-C, a lost node) leaves the next plan knowing it is owed.
+    Command mark;
+    mark.script = PendingRebootMark(item.step);
+    mark.timeout = std::chrono::seconds(30);
+    if (const CommandResult marked = connection->Run(mark); marked.exit_status != 0) {
+      spdlog::warn("{}: cannot record the pending reboot for {}: {}", node.name, item.step,
+                   Tail(marked.err, 1));
+    }
     reboot_pending = true;
     return true;
   }

@@ -63,6 +63,7 @@ std::unique_ptr<Connection> FakeTransport::Connect(const Endpoint& endpoint) {
 void FakeTransport::Restart(const std::string& node) {
   std::lock_guard lock(mutex_);
   ++boots_[node];
+  pending_reboot_.erase(node);
 }
 
 int FakeTransport::Boot(const std::string& node) const {
@@ -105,15 +106,38 @@ CommandResult FakeTransport::AnswerOne(const std::string& node, const Command& c
 }
 
 CommandResult FakeTransport::AnswerScript(const std::string& node, const Command& command) {
+  // gpuctl's own pending-reboot bookkeeping in /run (prober.h) is kept here
+  // as a node keeps it; the step's script after the check goes to handlers.
+  Command own = command;
   std::vector<Handler> handlers;
   {
     std::lock_guard lock(mutex_);
     records_.push_back({node, command});
+    std::string step;
+    if (ParsePendingRebootMark(command.script, step)) {
+      pending_reboot_[node].insert(step);
+      CommandResult marked;
+      marked.exit_status = 0;
+      return marked;
+    }
+    if (command.script.rfind("touch /run/gpuctl-reboot-marker", 0) == 0) {
+      pending_reboot_.erase(node);  // the reboot that follows empties /run
+    }
+    if (std::string rest; ParsePendingRebootCheck(command.script, step, rest)) {
+      if (pending_reboot_[node].count(step) != 0) {
+        CommandResult pending;
+        pending.exit_status = kProbeNeedsChange;
+        pending.out = "reboot pending\n";
+        return pending;
+      }
+      own.script = rest;
+      records_.back().command.script = rest;
+    }
     handlers = handlers_;
   }
   // Newest handler first, so a test can override an earlier default.
   for (auto it = handlers.rbegin(); it != handlers.rend(); ++it) {
-    if (auto result = (*it)(node, command)) {
+    if (auto result = (*it)(node, own)) {
       return *result;
     }
   }

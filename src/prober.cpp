@@ -4,6 +4,7 @@
 
 #include "gpuctl/failure_text.h"
 #include "gpuctl/probe_batch.h"
+#include "gpuctl/shell_quote.h"
 
 namespace gpuctl {
 namespace {
@@ -57,14 +58,58 @@ std::string VerdictEnd() { return fmt::format("\n) || exit {}", kProbeAttention)
 
 }  // namespace
 
+std::string PendingRebootCheck(const std::string& step_id) {
+  return fmt::format(
+      "if grep -qxF {} {} 2>/dev/null; then\n"
+      "  echo 'changed by an earlier run whose reboot did not happen: reboot pending'\n"
+      "  exit {}\n"
+      "fi\n",
+      ShellQuote(step_id), kRebootPendingFile, kProbeNeedsChange);
+}
+
+std::string PendingRebootMark(const std::string& step_id) {
+  return fmt::format("printf '%s\\n' {} >>{}\n", ShellQuote(step_id), kRebootPendingFile);
+}
+
+bool ParsePendingRebootCheck(const std::string& script, std::string& step_id, std::string& rest) {
+  const std::string head = "if grep -qxF '";
+  if (script.rfind(head, 0) != 0) {
+    return false;
+  }
+  const auto quote = script.find('\'', head.size());
+  if (quote == std::string::npos) {
+    return false;
+  }
+  step_id = script.substr(head.size(), quote - head.size());
+  const std::string check = PendingRebootCheck(step_id);
+  if (script.compare(0, check.size(), check) != 0) {
+    return false;
+  }
+  rest = script.substr(check.size());
+  return true;
+}
+
+bool ParsePendingRebootMark(const std::string& script, std::string& step_id) {
+  const std::string head = "printf '%s\\n' '";
+  if (script.rfind(head, 0) != 0) {
+    return false;
+  }
+  step_id = script.substr(head.size(), script.find('\'', head.size()) - head.size());
+  return script == PendingRebootMark(step_id);
+}
+
 std::string VerdictScript(const Step& step) {
+  // A probe may not see that a reboot is owed (the lab has no nouveau to
+  // find loaded; a config file is read only at boot): what gpuctl itself
+  // recorded in /run, which a reboot empties, says so first.
+  const std::string probe = step.reboot ? PendingRebootCheck(step.id) + step.probe : step.probe;
   if (step.verify.empty() || step.verify == step.probe) {
-    return step.probe;
+    return probe;
   }
   // Each part in its own subshell: a probe's `exit 0` must not skip the
   // verification. A verification that fails after the probe passed means
   // the change would not help: exit 4, apply cannot fix it.
-  return "(\n" + step.probe + VerdictMiddle() + step.verify + VerdictEnd() + "\n";
+  return "(\n" + probe + VerdictMiddle() + step.verify + VerdictEnd() + "\n";
 }
 
 bool ParseVerdictScript(const std::string& script, std::string& probe, std::string& verify) {

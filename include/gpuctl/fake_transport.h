@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -56,7 +57,8 @@ class FakeTransport : public Transport {
   std::vector<Handler> handlers_;
   std::map<std::string, ConnectFailure> unreachable_;
   std::map<std::string, int> connects_;
-  std::map<std::string, int> boots_;  // restarts so far, per node
+  std::map<std::string, int> boots_;                             // restarts so far, per node
+  std::map<std::string, std::set<std::string>> pending_reboot_;  // /run/gpuctl-reboot-pending
   std::vector<Record> records_;
 };
 

@@ -65,7 +65,21 @@ class Prober {
 // when it passes and the step has its own verification, that too. A probe
 // that passes with a failing verification exits kProbeAttention (the change
 // would not help: 7 of 8 GPUs visible); otherwise the probe's status stands.
+// A reboot step's verdict script starts with PendingRebootCheck: the step
+// needs its change (and the reboot) again while a run that changed it but
+// never rebooted (Ctrl-C, a lost node) left its id in kRebootPendingFile.
 std::string VerdictScript(const Step& step);
+
+// On the node's /run, a tmpfs every boot starts empty.
+inline constexpr const char* kRebootPendingFile = "/run/gpuctl-reboot-pending";
+std::string PendingRebootCheck(const std::string& step_id);
+// Run after a reboot step's change succeeded, before its reboot.
+std::string PendingRebootMark(const std::string& step_id);
+// For the fake transport, which keeps a node's pending list as /run would:
+// recognise (and take apart) the two scripts above. Step ids need no quoting
+// beyond ShellQuote's plain '...'.
+bool ParsePendingRebootCheck(const std::string& script, std::string& step_id, std::string& rest);
+bool ParsePendingRebootMark(const std::string& script, std::string& step_id);
 // For the fake transport, which answers the parts as a node's shell runs
 // them: splits a verdict script (after an optional prelude, which goes with
 // both parts) back into probe and verification. False if it is not one.

@@ -11,6 +11,9 @@ void AddGlobalOptions(CLI::App& app, GlobalOptions& global) {
                  "Work on these steps only, with the steps they depend on: a step id "
                  "(k8s.join) or a group (k8s); repeatable")
       ->delimiter(',')
+      // One value per --only (commas for more), so `apply --only k8s inv.yaml`
+      // leaves the inventory to the subcommand.
+      ->allow_extra_args(false)
       ->envname("GPUCTL_ONLY");
   app.add_flag("--no-color", global.no_color, "Plain output without ANSI colours")
       ->envname("NO_COLOR");

@@ -20,6 +20,10 @@ int main(int argc, char** argv) {
   CLI::App app{"gpuctl: provision and check GPU clusters over SSH"};
   app.set_version_flag("--version", std::string("gpuctl ") + gpuctl::kVersion);
   app.require_subcommand(1);
+  // `gpuctl apply --only k8s inv.yaml` as well as `gpuctl --only k8s apply
+  // inv.yaml`: an option a subcommand does not know is tried on gpuctl's
+  // global options. Set before the subcommands are added, which inherit it.
+  app.fallthrough();
   gpuctl::cli::GlobalOptions global;
   gpuctl::cli::AddGlobalOptions(app, global);
   int exit_code = 0;

@@ -620,12 +620,64 @@ TEST_F(FaultsLabTest, GpuctlKilledWhileDpkgRunsIsTakenOverByTheNextRun) {
                      check.result.status));
 }
 
-// Reserved for the lead (issue 14 item 8, second half): Ctrl-C during a
-// rolling reboot batch, driven through a pseudo-terminal. The pieces are
-// here: StartApply(..., {"--batch", "1"}, Background::Terminal::kPty),
-// WaitForLine({"worker1", "rebooting"}, ...) for the batch to be down,
-// Type("\x03") for Ctrl-C, Wait() for the exit status (130) and Output() for
-// what gpuctl printed; gpu.nouveau-blacklist reboots worker1 and worker2.
+TEST_F(FaultsLabTest, CtrlCDuringARollingRebootStartsNoOtherRebootAndEndsTheWait) {
+  // Both GPU workers need gpu.nouveau-blacklist (and so a reboot) again. A
+  // file in /run (a tmpfs the node's boot starts empty) tells whether a node
+  // really rebooted.
+  const std::vector<std::string> workers = {"worker1", "worker2"};
+  for (const std::string& w : workers) {
+    On(w, "rm -f /etc/modprobe.d/blacklist-nouveau.conf; touch /run/gpuctl-ctrl-c-test");
+  }
+  const auto rebooted = [&](const std::string& w) {
+    return On(w, "test -e /run/gpuctl-ctrl-c-test && echo kept || echo gone") == "gone";
+  };
+  const std::string dir = RunDir("ctrl-c");
+  auto apply =
+      StartApply("gpu.nouveau-blacklist", dir, {"--batch", "1"}, Background::Terminal::kPty);
+  ASSERT_TRUE(apply->started());
+  // The first node of the batch is down; Ctrl-C as an admin types it.
+  ASSERT_TRUE(apply->WaitForLine({"rebooting"}, std::chrono::seconds(180))) << apply->Output();
+  const std::string first =
+      LineWith(apply->Output(), "worker1", "rebooting").empty() ? "worker2" : "worker1";
+  const std::string second = first == "worker1" ? "worker2" : "worker1";
+  const auto pressed = Clock::now();
+  ASSERT_TRUE(apply->Type("\x03"));
+  const int status = apply->Wait();
+  const double ended = SecondsSince(pressed);
+  const std::string output = apply->Output();
+
+  EXPECT_EQ(status, 130) << output;
+  // Said before anything changed: what reboots, and how many at once.
+  EXPECT_NE(output.find("[reboots]"), std::string::npos) << output;
+  EXPECT_NE(output.find("Reboots: 2 nodes (worker1, worker2); at most 1 at a time (--batch)"),
+            std::string::npos)
+      << output;
+  // The other node's reboot never started; the first node's wait ended.
+  const std::string cancelled = LineWith(output, second, "reboot cancelled");
+  EXPECT_NE(cancelled, "") << output;
+  const std::string not_back = LineWith(output, first, "rebooting, not yet back");
+  const bool came_back_first = !LineWith(output, first, "back after reboot").empty();
+  EXPECT_TRUE(!not_back.empty() || came_back_first) << output;
+  ASSERT_TRUE(
+      PollUntil(std::chrono::seconds(180), [&] { return lab_->Ssh(first, "true").status == 0; }));
+  EXPECT_TRUE(rebooted(first));
+  EXPECT_FALSE(rebooted(second)) << second << " rebooted although Ctrl-C came before its turn";
+
+  // A plain re-run finishes the job, still one node at a time.
+  const Timed rerun =
+      Gpuctl("gpu.nouveau-blacklist", "apply --yes --batch 1 --run-dir " + RunDir("ctrl-c-rerun"));
+  EXPECT_EQ(rerun.result.status, 0) << rerun.result.out;
+  EXPECT_TRUE(rebooted(second));
+  const Timed check = Gpuctl("gpu.nouveau-blacklist", "check");
+  EXPECT_EQ(check.result.status, 0) << check.result.out;
+  Record("Ctrl-C through a pseudo-terminal while the first node of a --batch 1 reboot is down",
+         fmt::format("gpuctl exited {} {:.1f} s after Ctrl-C", status, ended),
+         "\"" + cancelled + "\"; \"" + (not_back.empty() ? "back after reboot" : not_back) +
+             "\"; " + second + " not rebooted",
+         fmt::format("{}: re-run with --batch 1 exit {} in {:.1f} s, check exit {}",
+                     rerun.result.status == 0 && check.result.status == 0 ? "yes" : "no",
+                     rerun.result.status, rerun.seconds, check.result.status));
+}
 
 }  // namespace
 }  // namespace gpuctl

@@ -153,6 +153,23 @@ TEST_F(GpuStackLabTest, CheckNamesADownIbPortOnEachFamily) {
       << check.out;
   EXPECT_NE(check.out.find("2 mismatches"), std::string::npos) << check.out;
 
+  // plan gives the same verdict (issue: it used to say "= ib.ofed ok" here),
+  // marked as something apply cannot fix; with a GPU gone from worker1 too.
+  ASSERT_EQ(Shell(lab_->Tool("fault worker1 ib-down=mlx5_0 gpu-missing=1") + " 2>&1").status, 0);
+  const Result plan = Gpuctl("plan");
+  EXPECT_EQ(plan.status, 0) << "nothing apply could change\n" << plan.out;
+  for (const std::string& line :
+       {std::string("! ib.ofed                        apply cannot fix: mlx5_0 port 1: State Down "
+                    "(want Active)"),
+        std::string("! ib.ofed                        apply cannot fix: mlx5_1 port 1: State Down "
+                    "(want Active)"),
+        std::string("! gpu.driver                     apply cannot fix: 7 of 8 GPUs visible")}) {
+    EXPECT_NE(plan.out.find(line), std::string::npos) << line << "\n" << plan.out;
+  }
+  const Result check_gpu = Gpuctl("check");
+  EXPECT_NE(check_gpu.out.find("worker1: 7 of 8 GPUs visible (gpu.driver)"), std::string::npos)
+      << check_gpu.out;
+
   ASSERT_EQ(Shell(lab_->Tool("fault worker1 --clear") + " 2>&1").status, 0);
   ASSERT_EQ(Shell(lab_->Tool("fault worker2 --clear") + " 2>&1").status, 0);
   const Result healed = Gpuctl("check");

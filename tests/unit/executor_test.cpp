@@ -453,6 +453,7 @@ class InterruptedRebootTest : public ExecutorTest {
     options.interrupted = &interrupted;
   }
   std::atomic<bool> interrupted{false};
+  std::atomic<bool> armed{true};  // Ctrl-C once, in the first run
   ApplyOptions options;
 };
 
@@ -461,7 +462,7 @@ TEST_F(InterruptedRebootTest, CtrlCDuringABatchStartsNoOtherRebootAndEndsTheWait
   // check after the next one that node says it has not rebooted yet.
   transport.AddHandler(
       [this](const std::string&, const Command& c) -> std::optional<CommandResult> {
-        if (c.script.rfind("touch /run/gpuctl-reboot-marker", 0) == 0) {
+        if (c.script.rfind("touch /run/gpuctl-reboot-marker", 0) == 0 && armed.exchange(false)) {
           interrupted = true;
         }
         return std::nullopt;  // StatefulNodes answers
@@ -488,6 +489,16 @@ TEST_F(InterruptedRebootTest, CtrlCDuringABatchStartsNoOtherRebootAndEndsTheWait
   EXPECT_EQ(max_reboots, 1U);
   // An interrupted run fails no node: the next apply finishes the work.
   EXPECT_TRUE(errors.empty());
+  // Although the cancelled nodes' change is on disk, the reboot they owe is
+  // recorded on them: the next apply reboots each of them, once.
+  interrupted = false;
+  const Plan again = Apply(options);
+  for (const char* w : {"w1", "w2", "w3"}) {
+    EXPECT_EQ(nodes.reboots(w), 1) << w;
+    EXPECT_TRUE(again.Find(w, "gpu.driver")->state == ItemState::kApplied ||
+                again.Find(w, "gpu.driver")->state == ItemState::kSatisfied)
+        << w << ": " << again.Find(w, "gpu.driver")->detail;
+  }
 }
 
 TEST_F(InterruptedRebootTest, ANodeThatNeverComesBackFailsNamingTheTimeout) {

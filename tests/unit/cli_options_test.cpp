@@ -1,0 +1,62 @@
+// Global options (--only, --playbooks, -v, -o) work before or after the
+// subcommand, as README's own examples write them.
+#include <sys/wait.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+
+namespace gpuctl {
+namespace {
+
+struct CliRun {
+  int status = -1;
+  std::string out;
+};
+
+CliRun Gpuctl(const std::string& args) {
+  CliRun run;
+  FILE* pipe = popen((std::string(GPUCTL_BINARY) + " " + args + " 2>&1").c_str(), "r");
+  char buffer[512];
+  while (std::fgets(buffer, sizeof(buffer), pipe) != nullptr) {
+    run.out += buffer;
+  }
+  run.status = WEXITSTATUS(pclose(pipe));
+  return run;
+}
+
+const std::string kInventory = std::string(GPUCTL_SOURCE_DIR) + "/inventories/mixed.yaml";
+
+TEST(CliOptions, OnlyAfterTheSubcommandMeansWhatItMeansBefore) {
+  const CliRun before = Gpuctl("--only k8s validate " + kInventory);
+  const CliRun after = Gpuctl("validate --only k8s " + kInventory);
+  const CliRun last = Gpuctl("validate " + kInventory + " --only k8s");
+  ASSERT_EQ(before.status, 0) << before.out;
+  EXPECT_EQ(after.status, 0) << after.out;
+  EXPECT_EQ(after.out, before.out);
+  EXPECT_EQ(last.out, before.out);
+  // And it did narrow the catalog: all steps is more.
+  EXPECT_NE(Gpuctl("validate " + kInventory).out, before.out);
+}
+
+TEST(CliOptions, RepeatedAndCommaSeparatedOnlyAgree) {
+  const CliRun repeated = Gpuctl("validate --only k8s --only gpu " + kInventory);
+  const CliRun commas = Gpuctl("validate --only k8s,gpu " + kInventory);
+  EXPECT_EQ(repeated.status, 0) << repeated.out;
+  EXPECT_EQ(repeated.out, commas.out);
+}
+
+TEST(CliOptions, PlaybooksAfterTheSubcommand) {
+  const CliRun run = Gpuctl("validate " + kInventory + " --playbooks " + GPUCTL_PLAYBOOK_DIR);
+  EXPECT_EQ(run.status, 0) << run.out;
+}
+
+TEST(CliOptions, AnUnknownOptionIsStillRefused) {
+  const CliRun run = Gpuctl("validate --bogus " + kInventory);
+  EXPECT_NE(run.status, 0);
+  EXPECT_NE(run.out.find("--bogus"), std::string::npos) << run.out;
+}
+
+}  // namespace
+}  // namespace gpuctl
