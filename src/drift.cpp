@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "gpuctl/utf8.h"
+
 namespace gpuctl {
 namespace {
 
@@ -29,7 +31,9 @@ std::vector<std::string> CompareWithSaved(const Plan& saved, const Plan& now) {
                                   old.node, old.step));
       continue;
     }
-    if (cur->state != old.state || cur->observed != old.observed) {
+    // A saved plan holds what nodes printed as valid UTF-8 (utf8.h), so
+    // output that is not compares in that form, or it would always differ.
+    if (cur->state != old.state || ValidUtf8(cur->observed) != ValidUtf8(old.observed)) {
       diffs.push_back(
           fmt::format("{} {}: was {}, now {}", old.node, old.step, Describe(old), Describe(*cur)));
     }

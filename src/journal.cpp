@@ -24,6 +24,22 @@ nlohmann::json Event(const char* kind, const std::string& node) {
   return {{"time", Now()}, {"event", kind}, {"node", node}};
 }
 
+// A journal line. Events carry what nodes printed, which may be any bytes;
+// JSON holds only UTF-8, and a strict dump would throw mid-run.
+std::string Line(const nlohmann::json& event) {
+  return event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// The string at `key` of an event read back; "" when the line is not an
+// object or the field is absent or not a string (a damaged line).
+std::string Field(const nlohmann::json& event, const char* key) {
+  if (!event.is_object()) {
+    return "";
+  }
+  const auto it = event.find(key);
+  return it != event.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
 }  // namespace
 
 Journal::Journal(const std::string& run_dir) : dir_(run_dir) {
@@ -42,19 +58,19 @@ void Journal::Write(const std::string& line) {
 void Journal::PhaseStarted(const std::string& title) {
   auto e = Event("phase", "");
   e["phase"] = title;
-  Write(e.dump());
+  Write(Line(e));
 }
 
 void Journal::NodeConnected(const std::string& node, std::chrono::milliseconds took) {
   auto e = Event("connected", node);
   e["ms"] = took.count();
-  Write(e.dump());
+  Write(Line(e));
 }
 
 void Journal::NodeFailed(const std::string& node, const std::string& error) {
   auto e = Event("node-failed", node);
   e["error"] = error;
-  Write(e.dump());
+  Write(Line(e));
 }
 
 void Journal::CommandStarted(const std::string& node, const std::string& step, Activity activity,
@@ -62,7 +78,7 @@ void Journal::CommandStarted(const std::string& node, const std::string& step, A
   auto e = Event("start", node);
   e["step"] = step;
   e["activity"] = ToString(activity);
-  Write(e.dump());
+  Write(Line(e));
 }
 
 void Journal::CommandFinished(const std::string& node, const std::string& step, Activity activity,
@@ -75,7 +91,7 @@ void Journal::CommandFinished(const std::string& node, const std::string& step, 
   e["timed_out"] = result.timed_out;
   e["stdout_tail"] = Tail(result.out, 20);
   e["stderr_tail"] = Tail(result.err, 20);
-  Write(e.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  Write(Line(e));
 }
 
 void Journal::ItemUpdated(const PlanItem& item) {
@@ -83,13 +99,13 @@ void Journal::ItemUpdated(const PlanItem& item) {
   e["step"] = item.step;
   e["state"] = ToString(item.state);
   e["detail"] = item.detail;
-  Write(e.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  Write(Line(e));
 }
 
 void Journal::Note(const std::string& node, const std::string& message) {
   auto e = Event("note", node);
   e["message"] = message;
-  Write(e.dump());
+  Write(Line(e));
 }
 
 std::vector<std::pair<std::string, std::string>> UnfinishedSteps(const std::string& journal_path) {
@@ -103,15 +119,17 @@ std::vector<std::pair<std::string, std::string>> UnfinishedSteps(const std::stri
       journal_path, kMaxJournalBytes,
       [&](std::string_view line) {
         const auto e = nlohmann::json::parse(line, nullptr, false);
-        if (e.is_discarded() || e.value("activity", "") != "change") {
-          return;  // a torn last line from a killed run is expected
+        // A torn last line from a killed run is expected (discarded); so is any
+        // other damage, which must not stop the next apply.
+        if (e.is_discarded() || Field(e, "activity") != "change") {
+          return;
         }
-        const std::pair<std::string, std::string> key{e.value("node", ""), e.value("step", "")};
-        if (e.value("event", "") == "start") {
+        const std::pair<std::string, std::string> key{Field(e, "node"), Field(e, "step")};
+        if (Field(e, "event") == "start") {
           if (open[key]++ == 0) {
             order.push_back(key);
           }
-        } else if (e.value("event", "") == "end") {
+        } else if (Field(e, "event") == "end") {
           --open[key];
         }
       },

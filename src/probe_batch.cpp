@@ -2,6 +2,7 @@
 
 #include "gpuctl/shell_quote.h"
 
+#include <charconv>
 #include <random>
 
 #include <fmt/format.h>
@@ -146,18 +147,32 @@ bool ParseBatchScript(const std::string& script, std::string& nonce,
     const std::size_t space = script.find(' ', pos);
     nonce = script.substr(pos, space - pos);
     BatchEntry entry;
-    entry.id = std::stoul(script.substr(space + 1));
+    // Digits, as BuildBatchScript prints the id; anything else is not one
+    // of its batches (and must not throw out of the fake transport).
+    const char* id_begin = script.data() + space + 1;
+    const auto [id_end, ec] = std::from_chars(id_begin, script.data() + script.size(), entry.id);
+    if (ec != std::errc() || id_end == id_begin) {
+      return false;
+    }
     std::size_t body = script.find("\n(\n", space);
     if (body == std::string::npos) {
       return false;
     }
     body += 3;
     while (script.compare(body, 7, "export ") == 0) {
+      // The '=' must be on this line: without one the value would be read
+      // from wherever the next '=' is, or from the script's start when there
+      // is none, and the parse could go back to an entry it already read.
       const std::size_t eq = script.find('=', body);
+      if (eq == std::string::npos || eq > script.find('\n', body)) {
+        return false;
+      }
       const std::string name = script.substr(body + 7, eq - body - 7);
       std::size_t value_pos = eq + 1;
       std::string value;
-      if (!ReadQuoted(script, value_pos, value)) {
+      // An export that ends the script has no newline to step over, and no
+      // script or end marker after it.
+      if (!ReadQuoted(script, value_pos, value) || value_pos == script.size()) {
         return false;
       }
       entry.env[name] = value;
