@@ -18,6 +18,25 @@ if(GPUCTL_SANITIZE_THREAD)
   add_link_options(-fsanitize=thread)
 endif()
 
+# libFuzzer targets (tests/fuzz, scripts/fuzz.sh): clang only, in a build dir
+# of their own. Every object, the library included, gets the fuzzer's coverage
+# instrumentation (fuzzer-no-link: the fuzzer's main is linked only into the
+# fuzz targets) plus ASan and UBSan, so a crash anywhere a parser reaches is
+# reported; libstdc++'s assertions catch out-of-range operator[] that ASan
+# cannot see inside one allocation.
+option(GPUCTL_FUZZ "Build the libFuzzer targets under tests/fuzz (clang only)" OFF)
+if(GPUCTL_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "GPUCTL_FUZZ needs clang (libFuzzer): configure with CXX=clang++")
+  endif()
+  if(GPUCTL_SANITIZE_THREAD)
+    message(FATAL_ERROR "GPUCTL_FUZZ and GPUCTL_SANITIZE_THREAD cannot be combined")
+  endif()
+  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
+    -fno-omit-frame-pointer -D_GLIBCXX_ASSERTIONS)
+  add_link_options(-fsanitize=address,undefined)
+endif()
+
 function(gpuctl_warnings target)
   target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wshadow
     -Wnon-virtual-dtor -Wold-style-cast -Wcast-align -Wunused -Woverloaded-virtual

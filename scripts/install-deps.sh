@@ -5,11 +5,13 @@
 set -euo pipefail
 
 what=${1:-all}
+# clang and libclang-rt-14-dev (libFuzzer and the sanitizer runtimes, which
+# --no-install-recommends leaves out) build the fuzz targets (scripts/fuzz.sh).
 build_pkgs=(
   build-essential cmake ninja-build pkg-config git
   libcli11-dev libyaml-cpp-dev libssh-dev libfmt-dev libspdlog-dev
   nlohmann-json3-dev libgtest-dev libgmock-dev
-  clang-format clang-tidy
+  clang-format clang-tidy clang libclang-rt-14-dev
   openssh-server openssh-client
   # scripts/lint-steps.sh lints the step scripts and the repository's shell.
   shellcheck

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test gpuctl has: installs what it needs, builds Release, an ASan/UBSan
 # build and a ThreadSanitizer build of the unit tests, runs the unit tests on
-# all three and the lab tests on Release.
+# all three, fuzzes the loaders and parsers for a bounded time
+# (scripts/fuzz.sh) and runs the lab tests on Release.
 # Lab tests need root and network namespaces; elsewhere they skip and say why.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,6 +38,8 @@ cmake -S . -B build/tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGPUCTL_SANITIZE_THR
 cmake --build build/tsan -j "$jobs" --target gpuctl_unit_tests
 TSAN_OPTIONS=halt_on_error=1 \
   build/tsan/tests/gpuctl_unit_tests --gtest_brief=1 --gtest_filter='-Standin*:KubeStandin*'
+echo "== fuzz (bounded libFuzzer run over the loaders and parsers)"
+bash scripts/fuzz.sh
 echo "== lab tests (release)"
 ctest --test-dir build/release -L lab --output-on-failure
 echo "== all tests passed"
