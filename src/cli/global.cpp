@@ -1,5 +1,7 @@
 #include "cli/commands.h"
 
+#include <cstdlib>
+
 namespace gpuctl::cli {
 
 void AddGlobalOptions(CLI::App& app, GlobalOptions& global) {
@@ -15,8 +17,13 @@ void AddGlobalOptions(CLI::App& app, GlobalOptions& global) {
       // leaves the inventory to the subcommand.
       ->allow_extra_args(false)
       ->envname("GPUCTL_ONLY");
-  app.add_flag("--no-color", global.no_color, "Plain output without ANSI colours")
-      ->envname("NO_COLOR");
+  app.add_flag("--no-color", global.no_color,
+               "Plain output without ANSI colours (also when NO_COLOR is set to anything)");
+  // no-color.org: any non-empty NO_COLOR turns colour off. CLI11's envname
+  // would insist on a boolean ("NO_COLOR=1" yes, "NO_COLOR=yes please" an error).
+  if (const char* no_color = std::getenv("NO_COLOR"); no_color != nullptr && *no_color != '\0') {
+    global.no_color = true;
+  }
   app.add_option("-o,--output", global.output, "Output format")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();

@@ -15,9 +15,9 @@ struct CliRun {
   std::string out;
 };
 
-CliRun Gpuctl(const std::string& args) {
+CliRun Gpuctl(const std::string& args, const std::string& env = "") {
   CliRun run;
-  FILE* pipe = popen((std::string(GPUCTL_BINARY) + " " + args + " 2>&1").c_str(), "r");
+  FILE* pipe = popen((env + GPUCTL_BINARY + " " + args + " 2>&1").c_str(), "r");
   char buffer[512];
   while (std::fgets(buffer, sizeof(buffer), pipe) != nullptr) {
     run.out += buffer;
@@ -50,6 +50,15 @@ TEST(CliOptions, RepeatedAndCommaSeparatedOnlyAgree) {
 TEST(CliOptions, PlaybooksAfterTheSubcommand) {
   const CliRun run = Gpuctl("validate " + kInventory + " --playbooks " + GPUCTL_PLAYBOOK_DIR);
   EXPECT_EQ(run.status, 0) << run.out;
+}
+
+TEST(CliOptions, AnyNonEmptyNoColorIsAccepted) {
+  const CliRun plain = Gpuctl("validate " + kInventory);
+  for (const char* value : {"1", "true", "anything at all"}) {
+    const CliRun run = Gpuctl("validate " + kInventory, std::string("NO_COLOR='") + value + "' ");
+    EXPECT_EQ(run.status, 0) << value << ": " << run.out;
+    EXPECT_EQ(run.out, plain.out) << value;
+  }
 }
 
 TEST(CliOptions, AnUnknownOptionIsStillRefused) {
