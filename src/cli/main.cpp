@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "gpuctl/params.h"
 #include "gpuctl/version.h"
+#include "gpuctl/yaml_source.h"
 
 int main(int argc, char** argv) {
   // Into a pipe (a CI log, `| tee`) stdout would be block-buffered: the plan
@@ -45,6 +46,21 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    // `gpuctl pln inv.yaml`: name the command that was meant, not only that
+    // one is required.
+    if (app.get_subcommands().empty() && !app.remaining().empty()) {
+      std::vector<std::string> commands;
+      for (const CLI::App* sub : app.get_subcommands({})) {
+        commands.push_back(sub->get_name());
+      }
+      const std::string word = app.remaining().front();
+      if (!word.empty() && word.front() != '-') {
+        std::cerr << "gpuctl: unknown command '" << word << "'"
+                  << gpuctl::yaml::DidYouMean(word, commands)
+                  << "; commands: " << gpuctl::yaml::Join(commands) << "\n";
+        return gpuctl::cli::kExitError;
+      }
+    }
     return app.exit(e) == 0 ? 0 : gpuctl::cli::kExitError;
   } catch (const gpuctl::RenderError& e) {
     // A value that would have broken a config file on a node: nothing was

@@ -61,6 +61,16 @@ TEST(CliOptions, AnyNonEmptyNoColorIsAccepted) {
   }
 }
 
+TEST(CliOptions, AMistypedCommandIsNamedWithTheOneMeant) {
+  const CliRun run = Gpuctl("pln " + kInventory);
+  EXPECT_EQ(run.status, 1);
+  EXPECT_NE(run.out.find("unknown command 'pln' (did you mean 'plan'?)"), std::string::npos)
+      << run.out;
+  const CliRun far = Gpuctl("--only k8s zzz " + kInventory);
+  EXPECT_NE(far.out.find("unknown command 'zzz'; commands: validate, plan"), std::string::npos)
+      << far.out;
+}
+
 TEST(CliOptions, AnUnknownOptionIsStillRefused) {
   const CliRun run = Gpuctl("validate --bogus " + kInventory);
   EXPECT_NE(run.status, 0);
