@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# A bounded libFuzzer run over gpuctl's loaders and parsers (tests/fuzz/):
+# builds build/fuzz with clang (-DGPUCTL_FUZZ=ON: libFuzzer, ASan, UBSan),
+# then runs each target for a fixed time on a copy of its seed corpus, so a
+# run never changes the repository. Fails on any crash, leak, timeout or
+# broken promise, naming the input that reproduces it.
+#
+# Usage: scripts/fuzz.sh [--seconds N] [--merge] [TARGET...]
+#   --seconds N  fuzzing time per target (default 12, or $FUZZ_SECONDS)
+#   --merge      for developers, not CI: afterwards, add the inputs that
+#                reached new code to tests/fuzz/corpus/TARGET (libFuzzer's
+#                -merge keeps only those), to be reviewed and committed
+#   TARGET       inventory playbook os_release probe_output batch_script
+#                values saved_plan journal (default: all)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+seconds=${FUZZ_SECONDS:-12}
+merge=0
+targets=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --seconds) seconds=$2; shift 2 ;;
+    --merge) merge=1; shift ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -*) echo "fuzz.sh: unknown option $1" >&2; exit 2 ;;
+    *) targets+=("$1"); shift ;;
+  esac
+done
+all=(inventory playbook os_release probe_output batch_script values saved_plan journal)
+if [ ${#targets[@]} -eq 0 ]; then
+  targets=("${all[@]}")
+fi
+
+# The largest input each target is given. Bigger inputs find nothing new in
+# these parsers (they are line or key based) and only slow every run down:
+# a loader's time grows with its input, and a 1 MB playbook that takes a
+# second to parse would read as a hang, not a bug. Each bound is above the
+# largest real file of its kind in the seed corpus.
+max_len() {
+  case "$1" in
+    values) echo 256 ;;
+    os_release) echo 2048 ;;
+    inventory) echo 4096 ;;
+    playbook) echo 8192 ;;
+    *) echo 6144 ;;
+  esac
+}
+
+build=build/fuzz
+echo "== fuzz: build ($build, clang)"
+# Warnings are the default (GCC) build's job; clang warns about other things,
+# and one of those should not fail the fuzzing.
+cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug \
+  -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" -DGPUCTL_FUZZ=ON -DBUILD_TESTING=OFF \
+  -DGPUCTL_WERROR=OFF >/dev/null
+cmake --build "$build" -j "$(nproc)" --target gpuctl_fuzzers
+
+run=$build/run
+rm -rf "$run"
+failed=()
+for target in "${targets[@]}"; do
+  binary=$build/tests/fuzz/fuzz_$target
+  seeds=tests/fuzz/corpus/$target
+  if [ ! -x "$binary" ] || [ ! -d "$seeds" ]; then
+    echo "fuzz.sh: no target '$target' (known: ${all[*]})" >&2
+    exit 2
+  fi
+  corpus=$run/$target/corpus
+  artifacts=$run/$target/artifacts
+  mkdir -p "$corpus" "$artifacts"
+  cp -R "$seeds/." "$corpus/"
+  args=(-max_total_time="$seconds" -max_len="$(max_len "$target")" -timeout=10
+    -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts/")
+  if [ -f "tests/fuzz/$target.dict" ]; then
+    args+=(-dict="tests/fuzz/$target.dict")
+  fi
+  log=$run/$target/fuzz.log
+  # libFuzzer's own exit status is non-zero on a crash, leak, timeout or
+  # out-of-memory; it writes the input to the artifact prefix first.
+  if "$binary" "${args[@]}" "$corpus" >"$log" 2>&1; then
+    echo "== fuzz: $target ok ($(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" |
+      grep -o '[0-9]*$') runs in ${seconds}s)"
+  else
+    echo "== fuzz: $target FAILED; the end of $log:"
+    tail -n 40 "$log"
+    for input in "$artifacts"/*; do
+      [ -e "$input" ] || continue
+      echo "fuzz.sh: reproduce with: $binary $input"
+    done
+    failed+=("$target")
+  fi
+  if [ "$merge" -eq 1 ]; then
+    "$binary" -merge=1 -max_len="$(max_len "$target")" "$seeds" "$corpus" >>"$log" 2>&1
+    echo "== fuzz: $target merged; new seeds: $(git status --porcelain -- "$seeds" | wc -l)"
+  fi
+done
+
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "fuzz.sh: FAILED: ${failed[*]}" >&2
+  exit 1
+fi
+echo "== fuzz: all ${#targets[@]} targets ok"
