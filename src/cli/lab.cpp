@@ -38,6 +38,9 @@ void SetLabCommand(CLI::App& app, int& exit_code) {
                          "  gpuctl lab up [--name N] [--nodes N] [--profile seed|mixed|slurm]\n"
                          "  gpuctl lab status|down [--name N]   (see `gpuctl lab help`)");
   cmd->prefix_command();  // everything after `lab` goes to the lab script
+  // ...not to gpuctl's global options, which the other commands accept
+  // after their name (main.cpp's fallthrough).
+  cmd->fallthrough(false);
   cmd->callback([cmd, &exit_code] {
     const std::string script = LabScript();
     std::vector<std::string> args = {script};

@@ -71,6 +71,12 @@ TEST(CliOptions, AMistypedCommandIsNamedWithTheOneMeant) {
       << far.out;
 }
 
+TEST(CliOptions, LabHandsEveryArgumentToTheLabScript) {
+  // Not to gpuctl's global options: `--name` is the lab script's.
+  const CliRun run = Gpuctl("lab --name gpuctl-no-such-lab status");
+  EXPECT_NE(run.out.find("no lab 'gpuctl-no-such-lab'"), std::string::npos) << run.out;
+}
+
 TEST(CliOptions, AnUnknownOptionIsStillRefused) {
   const CliRun run = Gpuctl("validate --bogus " + kInventory);
   EXPECT_NE(run.status, 0);
