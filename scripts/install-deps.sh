@@ -22,11 +22,12 @@ build_pkgs=(
 # the host's real sudo; openssl hashes their password.
 # gpg, gpg-agent, nginx: the lab's signed repositories, served over HTTP;
 # curl: the repos.* steps fetch keys on the nodes (which use the host's tools).
+# python3-yaml: the Kubernetes stand-ins parse and print YAML with PyYAML.
 # nftables: the fault lab tests cut and thin a node's link with nft rules in
 # its network namespace (the kernel has no sch_netem).
 lab_pkgs=(
   iproute2 util-linux procps psmisc systemd dbus openssh-server openssh-client
-  dpkg-dev rpm createrepo-c dnf python3 gcc sudo openssl gpg gpg-agent curl nginx
+  dpkg-dev rpm createrepo-c dnf python3 python3-yaml gcc sudo openssl gpg gpg-agent curl nginx
   nftables
 )
 bench_pkgs=(ansible pdsh hyperfine)

@@ -25,7 +25,6 @@ import urllib.parse
 import urllib.request
 
 import kubelib as kl
-import miniyaml
 
 VERSION = ("v3.16.2", "13654a52f7c70a143b1dd51416d633e1071faffb", "go1.22.7")
 # Charts the lab knows per repository URL; other repositories accept any chart.
@@ -70,14 +69,14 @@ def repo_cache(opts):
 def load_repos(opts):
     try:
         with open(repo_config(opts), encoding="utf-8") as f:
-            doc = miniyaml.load(f.read()) or {}
+            doc = kl.load_yaml(f.read()) or {}
     except OSError:
         doc = {}
     return doc.get("repositories") or []
 
 
 def save_repos(opts, repos):
-    kl.write_file(repo_config(opts), miniyaml.dump({
+    kl.write_file(repo_config(opts), kl.dump_yaml({
         "apiVersion": "", "generated": "0001-01-01T00:00:00Z", "repositories": repos}), 0o600)
 
 
@@ -110,7 +109,7 @@ def write_index(opts, name, url):
             err("looks like \"%s\" is not a valid chart repository or cannot be reached: %s"
                 % (url, why))
         try:
-            doc = miniyaml.load(body.decode()) or {}
+            doc = kl.load_yaml(body.decode()) or {}
         except ValueError as e:
             doc = {"error": str(e)}
         if not isinstance(doc, dict) or not isinstance(doc.get("entries"), dict):
@@ -123,7 +122,7 @@ def write_index(opts, name, url):
     entries = {c: [{"name": c, "version": v, "appVersion": v, "urls": [
         "%s/charts/%s-%s.tgz" % (url.rstrip("/"), c, v)]} for v in vs]
         for c, vs in charts.items()}
-    kl.write_file(index_path(opts, name), miniyaml.dump({
+    kl.write_file(index_path(opts, name), kl.dump_yaml({
         "apiVersion": "v1", "entries": entries, "generated": kl.rfc3339(time.time())}))
 
 
@@ -175,7 +174,7 @@ def cmd_repo(args, opts):
             print(json.dumps([{"name": r["name"], "url": r["url"]} for r in repos],
                              separators=(",", ":")))
         elif fmt == "yaml":
-            sys.stdout.write(miniyaml.dump([{"name": r["name"], "url": r["url"]}
+            sys.stdout.write(kl.dump_yaml([{"name": r["name"], "url": r["url"]}
                                             for r in repos]))
         else:
             sys.stdout.write(kl.uitable([["NAME", "URL"]] + [[r["name"], r["url"]]
@@ -230,7 +229,7 @@ def user_values(opts):
     for f in opts.get("values", []):
         try:
             with open(f, encoding="utf-8") as fh:
-                doc = miniyaml.load(fh.read()) or {}
+                doc = kl.load_yaml(fh.read()) or {}
         except OSError:
             err("open %s: no such file or directory" % f)
         except ValueError as e:
@@ -255,7 +254,7 @@ def chart_meta(data, where, action):
                            m.name.endswith("/Chart.yaml")), None)
             if member is None:
                 err("%s: Chart.yaml file is missing" % action)
-            c = miniyaml.load(tar.extractfile(member).read().decode()) or {}
+            c = kl.load_yaml(tar.extractfile(member).read().decode()) or {}
     except (tarfile.TarError, OSError, EOFError):
         err("%s: file '%s' does not appear to be a gzipped archive; got 'application/octet-"
             "stream'" % (action, where))
@@ -268,7 +267,7 @@ def from_index(opts, repo, chart, want, action):
     """(name, version, appVersion) of the chart the cached index offers."""
     try:
         with open(index_path(opts, repo["name"]), encoding="utf-8") as f:
-            doc = miniyaml.load(f.read()) or {}
+            doc = kl.load_yaml(f.read()) or {}
     except OSError:
         err("%s: no cached repo found. (try 'helm repo update'): open %s: no such file or "
             "directory" % (action, index_path(opts, repo["name"])))
@@ -293,7 +292,7 @@ def resolve_chart(ref, opts, action):
     if os.path.isdir(ref):
         try:
             with open(os.path.join(ref, "Chart.yaml"), encoding="utf-8") as f:
-                c = miniyaml.load(f.read()) or {}
+                c = kl.load_yaml(f.read()) or {}
         except OSError:
             err("%s: Chart.yaml file is missing" % action)
         return ref, c.get("name", os.path.basename(ref)), str(c.get("version", "0.1.0")), \
@@ -492,7 +491,7 @@ def cmd_list(args, opts):
     if fmt == "json":
         print(json.dumps(rows, separators=(",", ":")))
     elif fmt == "yaml":
-        sys.stdout.write(miniyaml.dump(rows))
+        sys.stdout.write(kl.dump_yaml(rows))
     else:
         sys.stdout.write(kl.uitable([["NAME", "NAMESPACE", "REVISION", "UPDATED", "STATUS",
                                       "CHART", "APP VERSION"]] +
@@ -524,7 +523,7 @@ def cmd_status(args, opts):
                                       "appVersion": rel["appVersion"]}},
                "config": rel["values"]}
         sys.stdout.write(json.dumps(obj, separators=(",", ":")) + "\n" if fmt == "json"
-                         else miniyaml.dump(obj))
+                         else kl.dump_yaml(obj))
         return 0
     print_release(rel)
     return 0
@@ -554,10 +553,10 @@ def cmd_get(args, opts):
     if fmt == "json":
         print(json.dumps(vals or None, separators=(",", ":")))
     elif fmt == "yaml":
-        sys.stdout.write(miniyaml.dump(vals) if vals else "null\n")
+        sys.stdout.write(kl.dump_yaml(vals) if vals else "null\n")
     else:
         print("USER-SUPPLIED VALUES:")
-        sys.stdout.write(miniyaml.dump(vals) if vals else "null\n")
+        sys.stdout.write(kl.dump_yaml(vals) if vals else "null\n")
     return 0
 
 

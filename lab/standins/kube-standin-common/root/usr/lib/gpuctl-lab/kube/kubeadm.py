@@ -25,7 +25,6 @@ import sys
 import time
 
 import kubelib as kl
-import miniyaml
 
 STACK_HINT = "To see the stack trace of this error execute with --v=5 or higher"
 TOKEN_RE = re.compile(r"^([a-z0-9]{6})\.([a-z0-9]{16})$")
@@ -208,7 +207,7 @@ def run_preflight(errors, warnings, ignore):
 def static_pod(name, image, command, addr, extra_labels=None):
     labels = {"component": name, "tier": "control-plane"}
     labels.update(extra_labels or {})
-    return miniyaml.dump({
+    return kl.dump_yaml({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"annotations": {"kubeadm.kubernetes.io/kube-apiserver.advertise-address"
                                      ".endpoint" if name == "kube-apiserver" else
@@ -264,7 +263,7 @@ def write_manifests(version, addr, port, pod_cidr, svc_cidr, name):
 
 
 def write_kubelet_files(version):
-    kl.write_file(kl.rpath("/var/lib/kubelet/config.yaml"), miniyaml.dump({
+    kl.write_file(kl.rpath("/var/lib/kubelet/config.yaml"), kl.dump_yaml({
         "apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration",
         "authentication": {"anonymous": {"enabled": False}, "webhook": {"enabled": True},
                            "x509": {"clientCAFile": "/etc/kubernetes/pki/ca.crt"}},
@@ -303,7 +302,7 @@ def wait_kubelet(timeout):
 def load_config_file(path, opts):
     try:
         with open(path, encoding="utf-8") as f:
-            docs = miniyaml.load_all(f.read())
+            docs = kl.load_yaml_all(f.read())
     except OSError as e:
         fail("unable to read config from \"%s\" : %s" % (path, e.strerror))
     except ValueError as e:
@@ -629,7 +628,7 @@ def discover(endpoint, token, pins, skip_ca):
         phase_fail("preflight", "couldn't validate the identity of the API Server: failed to "
                    "verify JWS signature of received cluster info object, can't trust this API "
                    "Server")
-    doc = miniyaml.load(kc)
+    doc = kl.load_yaml(kc)
     cluster = doc["clusters"][0]["cluster"]
     ca_pem = base64.b64decode(cluster["certificate-authority-data"]).decode()
     actual = kl.ca_pin(ca_pem)
@@ -873,7 +872,7 @@ def cmd_token(argv):
                 if t.get("expires"):
                     obj["expires"] = kl.rfc3339(t["expires"])
                 sys.stdout.write(json.dumps(obj, indent=4) + "\n" if fmt == "json"
-                                 else miniyaml.dump(obj))
+                                 else kl.dump_yaml(obj))
             return 0
         rows = [["TOKEN", "TTL", "EXPIRES", "USAGES", "DESCRIPTION", "EXTRA GROUPS"]]
         for t in toks:
@@ -920,7 +919,7 @@ def cmd_version(argv):
     elif fmt == "json":
         out(json.dumps({"clientVersion": info}, indent=2))
     elif fmt == "yaml":
-        sys.stdout.write(miniyaml.dump({"clientVersion": info}))
+        sys.stdout.write(kl.dump_yaml({"clientVersion": info}))
     elif fmt:
         fail("invalid output format: " + fmt)
     else:

@@ -18,7 +18,6 @@ import time
 
 import jsonpath
 import kubelib as kl
-import miniyaml
 
 KUSTOMIZE = {31: "v5.4.2"}
 RESOURCES = {
@@ -292,7 +291,7 @@ def print_objects(rtype, items, opts, single):
     if fmt == "json":
         sys.stdout.write(json.dumps(obj, indent=4) + "\n")
     elif fmt == "yaml":
-        sys.stdout.write(miniyaml.dump(obj))
+        sys.stdout.write(kl.dump_yaml(obj))
     elif fmt == "name":
         for it in items:
             sys.stdout.write("%s/%s\n" % (SINGULAR[rtype], it["metadata"]["name"]))
@@ -596,7 +595,7 @@ def parse_objects(sources):
             if text.lstrip().startswith(("{", "[")):
                 docs = [json.loads(text)]
             else:
-                docs = miniyaml.load_all(text)
+                docs = kl.load_yaml_all(text)
         except ValueError as e:
             err("error: error parsing %s: error converting YAML to JSON: %s" % (name, e))
         for d in docs:
@@ -624,7 +623,7 @@ def cmd_apply(ctx, args, opts, mode="apply"):
         for i, (_, o) in enumerate(objs):
             if opts.get("output") == "yaml":
                 # kubectl's YAML printer separates the objects it prints.
-                sys.stdout.write(("---\n" if i else "") + miniyaml.dump(o))
+                sys.stdout.write(("---\n" if i else "") + kl.dump_yaml(o))
             elif opts.get("output") == "json":
                 sys.stdout.write(json.dumps(o, indent=4) + "\n")
             else:
@@ -661,7 +660,7 @@ def cmd_create(ctx, args, opts):
                "status": {}}
         if opts.get("dry-run"):
             if opts.get("output") == "yaml":
-                sys.stdout.write(miniyaml.dump(obj))
+                sys.stdout.write(kl.dump_yaml(obj))
             elif opts.get("output") == "json":
                 sys.stdout.write(json.dumps(obj, indent=4) + "\n")
             else:
@@ -981,7 +980,7 @@ def cmd_version(ctx, args, opts):
         if server:
             obj["serverVersion"] = server
         sys.stdout.write(json.dumps(obj, indent=2) + "\n" if fmt == "json" else
-                         miniyaml.dump(obj))
+                         kl.dump_yaml(obj))
     else:
         sys.stdout.write("Client Version: %s\nKustomize Version: %s\n" % (info["gitVersion"],
                                                                           kust))
@@ -1026,7 +1025,7 @@ def cmd_config(ctx, args, opts):
                          "kind: Config\npreferences: {}\nusers: null\n")
         return 0
     with open(path, encoding="utf-8") as f:
-        doc = miniyaml.load(f.read()) or {}
+        doc = kl.load_yaml(f.read()) or {}
     if args[0] == "current-context":
         sys.stdout.write(doc.get("current-context", "") + "\n")
         return 0
@@ -1039,7 +1038,7 @@ def cmd_config(ctx, args, opts):
         for c in doc.get("clusters") or []:
             if (c.get("cluster") or {}).get("certificate-authority-data"):
                 c["cluster"]["certificate-authority-data"] = "DATA+OMITTED"
-    sys.stdout.write(miniyaml.dump(doc))
+    sys.stdout.write(kl.dump_yaml(doc))
     return 0
 
 

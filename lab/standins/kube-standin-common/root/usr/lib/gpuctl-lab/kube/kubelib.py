@@ -1,5 +1,6 @@
 """Shared code for the gpuctl lab Kubernetes stand-ins (kubeadm, kubelet,
-kubectl, helm, and the stand-in API server). Standard library only.
+kubectl, helm, and the stand-in API server). Standard library and PyYAML
+(python3-yaml).
 
 Environment overrides (used by the unit tests, harmless on lab nodes):
   GPUCTL_KUBE_ROOT     prefix for every filesystem path (/etc/kubernetes,
@@ -24,7 +25,7 @@ import sys
 import tempfile
 import time
 
-import miniyaml
+import yaml
 
 LIBDIR = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_VERSION = "1.30.6"
@@ -34,6 +35,46 @@ GIT_COMMITS = {  # stand-in build metadata per minor (shape of version.Info)
     "30": ("2024-10-22T20:33:38Z", "go1.22.8"),
     "31": ("2024-10-22T20:34:27Z", "go1.22.8"),
 }
+
+
+# ------------------------------------------------------------ YAML
+
+class _KubeDumper(yaml.SafeDumper):
+    """PyYAML's safe dumper, printing multi-line strings as literal blocks
+    ("key: |") the way kubectl and helm (go-yaml) do, so a ConfigMap's
+    embedded JSON stays readable and sed-able."""
+
+
+def _represent_str(dumper, text):
+    style = "|" if "\n" in text else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style=style)
+
+
+_KubeDumper.add_representer(str, _represent_str)
+
+
+def dump_yaml(obj):
+    """obj as YAML in kubectl's layout: sorted keys, block style, sequences
+    not indented under their key, and no line folding."""
+    return yaml.dump(obj, Dumper=_KubeDumper, default_flow_style=False,
+                     sort_keys=True, allow_unicode=True, width=1 << 30)
+
+
+def load_yaml(text):
+    """The first YAML document of text (None when empty); a syntax error
+    is a ValueError, like a JSON one, so callers handle both alike."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise ValueError(str(e)) from e
+
+
+def load_yaml_all(text):
+    """Every document of a multi-document YAML text, as a list."""
+    try:
+        return list(yaml.safe_load_all(text))
+    except yaml.YAMLError as e:
+        raise ValueError(str(e)) from e
 
 
 # ------------------------------------------------------------ paths, profile
@@ -558,7 +599,7 @@ def kubeconfig_doc(server, ca_pem, user, cert_pem=None, key_pem=None, cert_file=
     elif cert_pem:
         u = {"client-certificate-data": b64(cert_pem), "client-key-data": b64(key_pem)}
     ctx = "%s@%s" % (user, cluster)
-    return miniyaml.dump({
+    return dump_yaml({
         "apiVersion": "v1",
         "clusters": [{"cluster": {"certificate-authority-data": b64(ca_pem), "server": server},
                       "name": cluster}],
@@ -598,7 +639,7 @@ def find_kubeconfig(explicit=None, admin_fallback=True):
 def load_kubeconfig(path):
     """Returns KubeConfig, or raises OSError/ValueError."""
     with open(path, encoding="utf-8") as f:
-        doc = miniyaml.load(f.read()) or {}
+        doc = load_yaml(f.read()) or {}
     base = os.path.dirname(os.path.abspath(path))
 
     def named(kind, name):
