@@ -8,7 +8,8 @@ index.yaml into the cache, `install` downloads the chart archive the index
 names and reads its Chart.yaml. A chart archive given as a path or an http(s)
 URL is read the same way. Releases live in the stand-in API server, like real helm keeps
 them as Secrets in the cluster, so every node and kubectl see the same ones.
-Installing nvidia/gpu-operator makes the server run the operator's pods and,
+Only what gpuctl's steps and the lab's tests call is there
+(docs/standins-kubernetes.md, "helm"). Installing nvidia/gpu-operator makes the server run the operator's pods and,
 with driver.enabled=false and a working nvidia-smi on a node, advertise
 nvidia.com/gpu there.
 """
@@ -31,23 +32,15 @@ VERSION = ("v3.16.2", "13654a52f7c70a143b1dd51416d633e1071faffb", "go1.22.7")
 CATALOG = {
     "helm.ngc.nvidia.com/nvidia": {
         "gpu-operator": ["v24.9.0", "v24.6.2", "v24.3.0", "v23.9.2"],
-        "network-operator": ["24.7.0"],
     },
 }
 SPEC = {
-    "kubeconfig": "str", "namespace": "str", "kube-context": "str", "debug": "bool",
-    "repository-config": "str", "repository-cache": "str", "short": "bool", "template": "str",
-    "force-update": "bool", "username": "str", "password": "str", "output": "str",
-    "generate-name": "bool", "create-namespace": "bool", "set": "list", "set-string": "list",
-    "values": "list", "version": "str", "wait": "bool", "wait-for-jobs": "bool",
-    "timeout": "str", "atomic": "bool", "devel": "bool", "dry-run": "str", "install": "bool",
-    "all-namespaces": "bool", "all": "bool", "reuse-values": "bool", "reset-values": "bool",
-    "keep-history": "bool", "description": "str", "cleanup-on-fail": "bool", "force": "bool",
-    "skip-crds": "bool", "no-hooks": "bool", "pass-credentials": "bool", "max": "str",
-    "insecure-skip-tls-verify": "bool", "burst-limit": "str",
+    "kubeconfig": "str", "namespace": "str", "repository-config": "str",
+    "repository-cache": "str", "short": "bool", "force-update": "bool", "output": "str",
+    "create-namespace": "bool", "set": "list", "version": "str", "wait": "bool",
+    "timeout": "str", "install": "bool", "all-namespaces": "bool",
 }
-ALIASES = {"n": "namespace", "o": "output", "f": "values", "A": "all-namespaces", "a": "all",
-           "q": "short"}
+ALIASES = {"n": "namespace", "o": "output", "A": "all-namespaces", "q": "short"}
 
 
 def err(msg):
@@ -169,32 +162,13 @@ def cmd_repo(args, opts):
     if sub in ("list", "ls"):
         if not repos:
             err("no repositories to show")
-        fmt = opts.get("output", "table")
-        if fmt == "json":
-            print(json.dumps([{"name": r["name"], "url": r["url"]} for r in repos],
-                             separators=(",", ":")))
-        elif fmt == "yaml":
-            sys.stdout.write(kl.dump_yaml([{"name": r["name"], "url": r["url"]}
-                                            for r in repos]))
-        else:
-            sys.stdout.write(kl.uitable([["NAME", "URL"]] + [[r["name"], r["url"]]
-                                                            for r in repos]))
-        return 0
-    if sub in ("remove", "rm"):
-        for n in args[1:]:
-            if not any(r["name"] == n for r in repos):
-                err("no repo named \"%s\" found" % n)
-            repos = [r for r in repos if r["name"] != n]
-            save_repos(opts, repos)
-            print("\"%s\" has been removed from your repositories" % n)
+        sys.stdout.write(kl.uitable([["NAME", "URL"]] + [[r["name"], r["url"]] for r in repos]))
         return 0
     err("unknown command \"%s\" for \"helm repo\"" % sub)
     return 1
 
 
-def parse_set_value(v, as_string):
-    if as_string:
-        return v
+def parse_set_value(v):
     if v in ("true", "false"):
         return v == "true"
     if v == "null":
@@ -215,33 +189,15 @@ def set_path(values, path, value):
     cur[parts[-1].replace("\\.", ".")] = value
 
 
-def merge(a, b):
-    for k, v in b.items():
-        if isinstance(v, dict) and isinstance(a.get(k), dict):
-            merge(a[k], v)
-        else:
-            a[k] = v
-    return a
-
-
 def user_values(opts):
+    """The values --set gives (a.b=c,d=e), typed as helm's strvals does."""
     values = {}
-    for f in opts.get("values", []):
-        try:
-            with open(f, encoding="utf-8") as fh:
-                doc = kl.load_yaml(fh.read()) or {}
-        except OSError:
-            err("open %s: no such file or directory" % f)
-        except ValueError as e:
-            err("failed to parse %s: error converting YAML to JSON: %s" % (f, e))
-        merge(values, doc)
-    for key, as_string in (("set", False), ("set-string", True)):
-        for item in opts.get(key, []):
-            for assign in re.split(r"(?<!\\),", item):
-                if "=" not in assign:
-                    err("failed parsing --%s data: key \"%s\" has no value" % (key, assign))
-                k, _, v = assign.partition("=")
-                set_path(values, k, parse_set_value(v.replace("\\,", ","), as_string))
+    for item in opts.get("set", []):
+        for assign in re.split(r"(?<!\\),", item):
+            if "=" not in assign:
+                err("failed parsing --set data: key \"%s\" has no value" % assign)
+            k, _, v = assign.partition("=")
+            set_path(values, k, parse_set_value(v.replace("\\,", ",")))
     return values
 
 
@@ -289,14 +245,6 @@ def from_index(opts, repo, chart, want, action):
 
 def resolve_chart(ref, opts, action):
     """(chart ref, name, version, appVersion) or exits with helm's error."""
-    if os.path.isdir(ref):
-        try:
-            with open(os.path.join(ref, "Chart.yaml"), encoding="utf-8") as f:
-                c = kl.load_yaml(f.read()) or {}
-        except OSError:
-            err("%s: Chart.yaml file is missing" % action)
-        return ref, c.get("name", os.path.basename(ref)), str(c.get("version", "0.1.0")), \
-            str(c.get("appVersion", ""))
     if ref.startswith("/") and not os.path.exists(ref):
         err("%s: path \"%s\" not found" % (action, ref))
     if ref.endswith(".tgz") and os.path.exists(ref):
@@ -308,10 +256,6 @@ def resolve_chart(ref, opts, action):
         if data is None:
             err("%s: %s" % (action, why))
         return (ref,) + chart_meta(data, ref, action)
-    if ref.startswith("oci://"):
-        host = ref[6:].split("/")[0]
-        err("%s: failed to do request: Head \"https://%s/v2/\": dial tcp: lookup %s: no such "
-            "host" % (action, host, host))
     if "/" not in ref:
         err("%s: non-absolute URLs should be in form of repo_name/path_to_chart, got: %s"
             % (action, ref))
@@ -396,18 +340,11 @@ def cmd_install(args, opts, upgrade=False):
             err("\"helm upgrade\" requires 2 arguments\n\nUsage:  helm upgrade [RELEASE] [CHART] "
                 "[flags]")
         name, chart_ref = args[0], args[1]
-    elif opts.get("generate-name"):
-        if not args:
-            err("\"helm install\" requires at least 1 argument")
-        chart_ref = args[0]
-        name = None
     else:
         if len(args) < 2:
             err("%s: must either provide a name or specify --generate-name" % action)
         name, chart_ref = args[0], args[1]
     ref, chart, cver, appver = resolve_chart(chart_ref, opts, action)
-    if name is None:
-        name = "%s-%d" % (chart, int(time.time()))
     if not re.match(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", name) or len(name) > 53:
         err("%s: release name \"%s\": invalid release name, must match regex "
             "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$ and the length "
@@ -421,13 +358,6 @@ def cmd_install(args, opts, upgrade=False):
         mode = "upgrade" if old or not install else "install"
         if old is None and install:
             print("Release \"%s\" does not exist. Installing it now." % name)
-        if old and opts.get("reuse-values"):
-            values = merge(dict(old["values"]), values)
-    if opts.get("dry-run"):
-        print("NAME: %s\nLAST DEPLOYED: %s\nNAMESPACE: %s\nSTATUS: pending-install\nREVISION: 1"
-              "\nTEST SUITE: None\nHOOKS:\nMANIFEST:" % (name, time.strftime(
-                  "%a %b %e %H:%M:%S %Y"), ns))
-        return 0
     if opts.get("create-namespace") and install:
         _, e = call(c, "POST", "/api/v1/namespaces", {"metadata": {"name": ns}})
         if e and e.code != 409:
@@ -439,7 +369,7 @@ def cmd_install(args, opts, upgrade=False):
         if e.code == 404 and "namespaces" in str(e):
             err("%s: create: failed to create: %s" % (action, e))
         err("%s: %s" % (action, e))
-    if opts.get("wait") or opts.get("atomic"):
+    if opts.get("wait"):
         try:
             timeout = kl.parse_duration(opts.get("timeout", "5m0s"))
         except ValueError as ex:
@@ -448,10 +378,6 @@ def cmd_install(args, opts, upgrade=False):
         while not release_ready(c, rel):
             if time.time() >= deadline:
                 desc = "Release \"%s\" failed: context deadline exceeded" % name
-                if opts.get("atomic"):
-                    call(c, "DELETE", "/gpuctl-lab/v1/releases/%s/%s" % (ns, name))
-                    err("%s: release %s failed, and has been uninstalled due to atomic being "
-                        "set: context deadline exceeded" % (action, name))
                 call(c, "PATCH", "/gpuctl-lab/v1/releases/%s/%s" % (ns, name),
                      {"status": "failed", "description": desc})
                 err("%s: context deadline exceeded" % action)
@@ -476,8 +402,8 @@ def cmd_list(args, opts):
     if not opts.get("all-namespaces"):
         ns = opts.get("namespace") or "default"
         rels = [r for r in rels if r["namespace"] == ns]
-    if not opts.get("all"):
-        rels = [r for r in rels if r["status"] in ("deployed", "failed")]
+    # What helm list shows without --all.
+    rels = [r for r in rels if r["status"] in ("deployed", "failed")]
     rels.sort(key=lambda r: r["name"])
     fmt = opts.get("output", "table")
     if opts.get("short"):
@@ -490,8 +416,6 @@ def cmd_list(args, opts):
              "app_version": r["appVersion"]} for r in rels]
     if fmt == "json":
         print(json.dumps(rows, separators=(",", ":")))
-    elif fmt == "yaml":
-        sys.stdout.write(kl.dump_yaml(rows))
     else:
         sys.stdout.write(kl.uitable([["NAME", "NAMESPACE", "REVISION", "UPDATED", "STATUS",
                                       "CHART", "APP VERSION"]] +
@@ -514,7 +438,7 @@ def cmd_status(args, opts):
     c = client_or_die(opts)
     rel = get_release(c, opts, args[0])
     fmt = opts.get("output", "table")
-    if fmt in ("json", "yaml"):
+    if fmt == "json":
         obj = {"name": rel["name"], "namespace": rel["namespace"], "version": rel["revision"],
                "info": {"status": rel["status"], "description": rel["description"],
                         "first_deployed": kl.rfc3339(rel["firstDeployed"]),
@@ -522,24 +446,9 @@ def cmd_status(args, opts):
                "chart": {"metadata": {"name": rel["chartName"], "version": rel["chartVersion"],
                                       "appVersion": rel["appVersion"]}},
                "config": rel["values"]}
-        sys.stdout.write(json.dumps(obj, separators=(",", ":")) + "\n" if fmt == "json"
-                         else kl.dump_yaml(obj))
+        print(json.dumps(obj, separators=(",", ":")))
         return 0
     print_release(rel)
-    return 0
-
-
-def cmd_uninstall(args, opts):
-    if not args:
-        err("\"helm uninstall\" requires at least 1 argument\n\nUsage:  helm uninstall "
-            "RELEASE_NAME [...] [flags]")
-    c = client_or_die(opts)
-    ns = opts.get("namespace") or "default"
-    for name in args:
-        _, e = call(c, "DELETE", "/gpuctl-lab/v1/releases/%s/%s" % (ns, name))
-        if e:
-            err("uninstall: Release not loaded: %s: release: not found" % name)
-        print("release \"%s\" uninstalled" % name)
     return 0
 
 
@@ -552,40 +461,14 @@ def cmd_get(args, opts):
     vals = rel["values"]
     if fmt == "json":
         print(json.dumps(vals or None, separators=(",", ":")))
-    elif fmt == "yaml":
-        sys.stdout.write(kl.dump_yaml(vals) if vals else "null\n")
     else:
         print("USER-SUPPLIED VALUES:")
         sys.stdout.write(kl.dump_yaml(vals) if vals else "null\n")
     return 0
 
 
-def cmd_search(args, opts):
-    if not args or args[0] != "repo":
-        err("gpuctl lab helm: only 'helm search repo' is implemented")
-    word = args[1].lower() if len(args) > 1 else ""
-    rows = [["NAME", "CHART VERSION", "APP VERSION", "DESCRIPTION"]]
-    for r in load_repos(opts):
-        for chart, vers in sorted((catalog_for(r["url"]) or {}).items()):
-            full = "%s/%s" % (r["name"], chart)
-            if word in full.lower():
-                for v in (vers if opts.get("versions") else vers[:1]):
-                    rows.append([full, v, v, "NVIDIA GPU Operator creates/configures/manages "
-                                 "GPUs atop Kubernetes" if chart == "gpu-operator" else chart])
-    if len(rows) == 1:
-        print("No results found")
-        return 0
-    sys.stdout.write(kl.uitable(rows))
-    return 0
-
-
 def cmd_version(args, opts):
     v, commit, gover = VERSION
-    if opts.get("template"):
-        sys.stdout.write(opts["template"].replace("{{.Version}}", v).replace(
-            "{{ .Version }}", v).replace("{{.GitCommit}}", commit).replace(
-            "{{.GoVersion}}", gover))
-        return 0
     if opts.get("short"):
         print("%s+g%s" % (v, commit[:7]))
         return 0
@@ -595,9 +478,8 @@ def cmd_version(args, opts):
 
 
 def main(argv):
-    spec = dict(SPEC, versions="bool")
     try:
-        opts, pos, _ = kl.parse_flags(argv, spec, ALIASES)
+        opts, pos, _ = kl.parse_flags(argv, SPEC, ALIASES)
     except kl.UsageError as e:
         err(str(e))
     if not pos:
@@ -616,12 +498,8 @@ def main(argv):
         return cmd_list(args, opts)
     if verb == "status":
         return cmd_status(args, opts)
-    if verb in ("uninstall", "delete", "del", "un"):
-        return cmd_uninstall(args, opts)
     if verb == "get":
         return cmd_get(args, opts)
-    if verb == "search":
-        return cmd_search(args, opts)
     err("unknown command \"%s\" for \"helm\"\nRun 'helm --help' for usage." % verb)
     return 1
 

@@ -247,13 +247,3 @@ def render(nodes, root, cur=None):
 
 def execute(template, obj):
     return render(parse_template(template), obj)
-
-
-def relaxed(expr):
-    """RelaxedJSONPathExpression: '.a.b' or 'a.b' or '{.a.b}' -> '{.a.b}'."""
-    e = expr.strip()
-    if e.startswith("{") and e.endswith("}"):
-        e = e[1:-1]
-    if not e.startswith((".", "$", "@", "[")):
-        e = "." + e
-    return "{" + e + "}"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""kubeadm stand-in: init, join, reset, token, version, config images.
+"""kubeadm stand-in: init, join, reset -f, token create|list, version -o short.
 
 init runs real preflight checks (swap, sysctls, existing manifests, port),
 creates a real CA with openssl (so the usual `openssl x509 -pubkey ...` pin
@@ -299,102 +299,27 @@ def wait_kubelet(timeout):
 
 # ------------------------------------------------------------------ init
 
-def load_config_file(path, opts):
-    try:
-        with open(path, encoding="utf-8") as f:
-            docs = kl.load_yaml_all(f.read())
-    except OSError as e:
-        fail("unable to read config from \"%s\" : %s" % (path, e.strerror))
-    except ValueError as e:
-        fail("unable to decode config from \"%s\": %s" % (path, e))
-    for d in docs:
-        kind = d.get("kind")
-        if kind == "InitConfiguration":
-            ep = d.get("localAPIEndpoint") or {}
-            opts.setdefault("apiserver-advertise-address", ep.get("advertiseAddress"))
-            if ep.get("bindPort"):
-                opts.setdefault("apiserver-bind-port", str(ep["bindPort"]))
-            nr = d.get("nodeRegistration") or {}
-            if nr.get("name"):
-                opts.setdefault("node-name", nr["name"])
-            if nr.get("ignorePreflightErrors"):
-                opts.setdefault("ignore-preflight-errors", []).extend(nr["ignorePreflightErrors"])
-            bts = d.get("bootstrapTokens") or []
-            if bts:
-                opts.setdefault("token", bts[0].get("token"))
-                if bts[0].get("ttl"):
-                    opts.setdefault("token-ttl", bts[0]["ttl"])
-        elif kind == "ClusterConfiguration":
-            net = d.get("networking") or {}
-            if net.get("podSubnet"):
-                opts.setdefault("pod-network-cidr", net["podSubnet"])
-            if net.get("serviceSubnet"):
-                opts.setdefault("service-cidr", net["serviceSubnet"])
-            if d.get("kubernetesVersion"):
-                opts.setdefault("kubernetes-version", d["kubernetesVersion"])
-            if d.get("controlPlaneEndpoint"):
-                opts.setdefault("control-plane-endpoint", d["controlPlaneEndpoint"])
-    return {k: v for k, v in opts.items() if v is not None}
-
-
-def resolve_version(text, own):
-    if not text:
-        return own
-    t = text.strip()
-    if re.match(r"^(stable|latest)(-\d+(\.\d+)?)?$", t):
-        ts = time.strftime("%m%d %H:%M:%S", time.localtime())
-        sys.stderr.write(
-            "W%s.000000 %7d version.go:104] could not fetch a Kubernetes version from the "
-            "internet: unable to get URL \"https://dl.k8s.io/release/%s.txt\": Get "
-            "\"https://cdn.dl.k8s.io/release/%s.txt\": dial tcp: lookup cdn.dl.k8s.io: no such "
-            "host\nW%s.000000 %7d version.go:105] falling back to the local client version: "
-            "v%s\n" % (ts, os.getpid(), t, t, ts, os.getpid(), own))
-        return own
-    m = re.match(r"^v?(\d+)\.(\d+)\.(\d+)$", t)
-    if not m:
-        fail("couldn't parse Kubernetes version \"%s\": could not parse \"%s\" as version"
-             % (t, t))
-    return "%s.%s.%s" % m.groups()
-
-
 def cmd_init(argv):
+    # The flags gpuctl's k8s.init and the lab's tests pass.
     spec = {x: "str" for x in (
-        "pod-network-cidr", "apiserver-advertise-address", "apiserver-bind-port",
-        "kubernetes-version", "token", "token-ttl", "node-name", "control-plane-endpoint",
-        "cri-socket", "service-cidr", "service-dns-domain", "config", "v",
-        "image-repository", "cert-dir", "certificate-key", "feature-gates")}
-    spec.update({"ignore-preflight-errors": "list", "skip-phases": "list", "upload-certs": "bool",
-                 "skip-token-print": "bool", "dry-run": "bool", "skip-certificate-key-print":
-                 "bool"})
+        "pod-network-cidr", "apiserver-advertise-address", "token-ttl", "node-name",
+        "service-cidr")}
+    spec.update({"ignore-preflight-errors": "list", "skip-token-print": "bool"})
     try:
         opts, pos, _ = kl.parse_flags(argv, spec)
     except kl.UsageError as e:
         fail(str(e))
     if pos:
         fail("unknown command \"%s\" for \"kubeadm init\"" % pos[0])
-    if opts.get("config"):
-        mixed = [k for k in ("pod-network-cidr", "apiserver-advertise-address",
-                             "kubernetes-version", "token", "service-cidr",
-                             "control-plane-endpoint", "apiserver-bind-port") if k in opts]
-        if mixed:
-            fail("can not mix '--config' with arguments %s" % json.dumps(mixed).replace(
-                '"', "").replace(",", " "))
-        opts = load_config_file(opts["config"], opts)
-    own = kl.package_version("kubeadm")
-    version = resolve_version(opts.get("kubernetes-version"), own)
-    if kl.minor(version) < kl.minor(own) - 1:
-        fail("this version of kubeadm only supports deploying clusters with the control plane "
-             "version >= 1.%d.0. Current version: v%s" % (kl.minor(own) - 1, version))
+    # The cluster runs kubeadm's own version (no --kubernetes-version).
+    version = kl.package_version("kubeadm")
     addr = opts.get("apiserver-advertise-address") or kl.node_address()
-    port = int(opts.get("apiserver-bind-port") or kl.api_port())
+    port = kl.api_port()
     name = (opts.get("node-name") or kl.node_name()).lower()
     pod_cidr = opts.get("pod-network-cidr")
     svc_cidr = opts.get("service-cidr") or "10.96.0.0/12"
-    endpoint = opts.get("control-plane-endpoint") or "%s:%d" % (addr, port)
-    if ":" not in endpoint:
-        endpoint += ":%d" % port
-    token = opts.get("token") or gen_token()
-    check_token(token, "bootstrapTokens[0].token")
+    endpoint = "%s:%d" % (addr, port)
+    token = gen_token()
     try:
         ttl = kl.parse_duration(opts.get("token-ttl", "24h0m0s"))
     except ValueError as e:
@@ -413,11 +338,6 @@ def cmd_init(argv):
     mem_mb = kl._meminfo_ki() // 1024
     if mem_mb < 1700:
         errors.append(("Mem", "the system RAM (%d MB) is less than the minimum 1700 MB" % mem_mb))
-    if kl.minor(version) > kl.minor(own):
-        warnings.append(("KubernetesVersion", "Kubernetes version is greater than kubeadm "
-                                              "version. Please consider to upgrade kubeadm. "
-                                              "Kubernetes version: %s. Kubeadm version: %d.%d.x"
-                         % (version, 1, kl.minor(own))))
     if _port_in_use(port):
         errors.append(("Port-%d" % port, "Port %d is in use" % port))
     for m in MANIFESTS:
@@ -595,7 +515,7 @@ Then you can join any number of worker nodes by running the following on each as
 
 # ------------------------------------------------------------------ join
 
-def discover(endpoint, token, pins, skip_ca):
+def discover(endpoint, token, pins):
     """Token discovery: fetch cluster-info, check its JWS and the CA pin."""
     tid, secret = token.split(".")
     timeout = kl.setting("KUBE_DISCOVERY_TIMEOUT_S", 60)
@@ -632,7 +552,7 @@ def discover(endpoint, token, pins, skip_ca):
     cluster = doc["clusters"][0]["cluster"]
     ca_pem = base64.b64decode(cluster["certificate-authority-data"]).decode()
     actual = kl.ca_pin(ca_pem)
-    if not skip_ca and actual not in pins:
+    if actual not in pins:
         phase_fail("preflight", "couldn't validate the identity of the API Server: cluster CA "
                    "found in cluster-info ConfigMap is invalid: none of the public keys \"%s\" "
                    "are pinned" % actual)
@@ -640,21 +560,14 @@ def discover(endpoint, token, pins, skip_ca):
 
 
 def cmd_join(argv):
-    spec = {x: "str" for x in (
-        "token", "discovery-token", "tls-bootstrap-token", "node-name", "cri-socket", "config",
-        "v", "apiserver-advertise-address", "apiserver-bind-port", "certificate-key",
-        "discovery-file")}
-    spec.update({"discovery-token-ca-cert-hash": "list", "ignore-preflight-errors": "list",
-                 "skip-phases": "list", "discovery-token-unsafe-skip-ca-verification": "bool",
-                 "control-plane": "bool", "dry-run": "bool"})
+    # The flags of init's join command, plus gpuctl's --node-name.
+    spec = {"token": "str", "node-name": "str", "discovery-token-ca-cert-hash": "list",
+            "ignore-preflight-errors": "list"}
     try:
         opts, pos, _ = kl.parse_flags(argv, spec)
     except kl.UsageError as e:
         fail(str(e))
-    if opts.get("control-plane"):
-        fail("gpuctl lab: joining additional control-plane nodes is not supported by the "
-             "stand-in kubeadm")
-    token = opts.get("discovery-token") or opts.get("token")
+    token = opts.get("token")
     endpoint = pos[0] if pos else ""
     if not endpoint or not token:
         fail("discovery: Invalid value: \"\": bootstrapToken or file must be set")
@@ -662,8 +575,7 @@ def cmd_join(argv):
     pins = []
     for p in opts.get("discovery-token-ca-cert-hash", []):
         pins += [x.strip() for x in p.split(",") if x.strip()]
-    skip_ca = opts.get("discovery-token-unsafe-skip-ca-verification")
-    if not pins and not skip_ca:
+    if not pins:
         fail("discovery.bootstrapToken: Invalid value: \"\": using token-based discovery without "
              "caCertHashes can be unsafe. Set unsafeSkipCAVerification as true in your kubeadm "
              "config file or pass --discovery-token-unsafe-skip-ca-verification flag to continue")
@@ -685,7 +597,7 @@ def cmd_join(argv):
             errors.append(("FileAvailable-" + p.replace("/", "-"), "%s already exists" % p))
     common_checks(errors, warnings)
     run_preflight(errors, warnings, opts.get("ignore-preflight-errors", []))
-    server, ca_pem = discover(endpoint, token, pins, skip_ca)
+    server, ca_pem = discover(endpoint, token, pins)
     out("[preflight] Reading configuration from the cluster...")
     out("[preflight] FYI: You can look at this config file with 'kubectl -n kube-system get cm "
         "kubeadm-config -o yaml'")
@@ -734,9 +646,7 @@ Run 'kubectl get nodes' on the control-plane to see this node join the cluster.
 # ------------------------------------------------------------------ reset
 
 def cmd_reset(argv):
-    spec = {"force": "bool", "cri-socket": "str", "v": "str", "kubeconfig": "str",
-            "cert-dir": "str", "ignore-preflight-errors": "list", "skip-phases": "list",
-            "cleanup-tmp-dir": "bool", "dry-run": "bool"}
+    spec = {"force": "bool"}
     try:
         opts, _, _ = kl.parse_flags(argv, spec, aliases={"f": "force"})
     except kl.UsageError as e:
@@ -823,34 +733,26 @@ def api_call(what, fn, kc):
 
 def cmd_token(argv):
     sub = argv[0] if argv else ""
-    spec = {"kubeconfig": "str", "ttl": "str", "description": "str", "usages": "list",
-            "groups": "list", "print-join-command": "bool", "certificate-key": "str",
-            "config": "str", "v": "str", "dry-run": "bool", "output": "str",
-            "show-managed-fields": "bool", "allow-missing-template-keys": "bool"}
+    spec = {"kubeconfig": "str", "ttl": "str", "print-join-command": "bool", "output": "str"}
     try:
-        opts, pos, _ = kl.parse_flags(argv[1:], spec, aliases={"o": "output"})
+        opts, _, _ = kl.parse_flags(argv[1:], spec, aliases={"o": "output"})
     except kl.UsageError as e:
         fail(str(e))
-    if sub == "generate":
-        out(gen_token())
-        return 0
     if sub == "create":
-        token = pos[0] if pos else gen_token()
-        check_token(token)
+        token = gen_token()
         try:
             ttl = kl.parse_duration(opts.get("ttl", "24h0m0s"))
         except ValueError as e:
             fail("invalid argument \"%s\" for \"--ttl\" flag: %s" % (opts.get("ttl"), e))
-        usages = [u for x in opts.get("usages", ["signing,authentication"])
-                  for u in x.split(",") if u]
-        groups = [g for x in opts.get("groups", ["system:bootstrappers:kubeadm:default-node-"
-                                                 "token"]) for g in x.split(",") if g]
+        # kubeadm's defaults for a join token.
+        usages = ["authentication", "signing"]
+        groups = ["system:bootstrappers:kubeadm:default-node-token"]
         client, kc = token_client(opts)
         tid, secret = token.split(".")
         api_call("failed to create or update bootstrap token with name bootstrap-token-" + tid,
                  lambda: client.post("/gpuctl-lab/v1/tokens", {
-                     "id": tid, "secret": secret, "ttl": ttl, "usages": sorted(usages),
-                     "groups": groups, "description": opts.get("description", "")}), kc)
+                     "id": tid, "secret": secret, "ttl": ttl, "usages": usages,
+                     "groups": groups, "description": ""}), kc)
         if opts.get("print-join-command"):
             out("kubeadm join %s --token %s --discovery-token-ca-cert-hash %s "
                 % (kc.hostport, token, kl.ca_pin(kc.ca_pem)))
@@ -862,7 +764,7 @@ def cmd_token(argv):
         toks = api_call("failed to list bootstrap tokens",
                         lambda: client.get("/gpuctl-lab/v1/tokens"), kc)["tokens"]
         fmt = opts.get("output", "")
-        if fmt in ("json", "yaml"):
+        if fmt == "json":
             for t in toks:
                 obj = {"kind": "BootstrapToken",
                        "apiVersion": "output.kubeadm.k8s.io/v1alpha3",
@@ -871,8 +773,7 @@ def cmd_token(argv):
                        "groups": t["groups"]}
                 if t.get("expires"):
                     obj["expires"] = kl.rfc3339(t["expires"])
-                sys.stdout.write(json.dumps(obj, indent=4) + "\n" if fmt == "json"
-                                 else kl.dump_yaml(obj))
+                out(json.dumps(obj, indent=4))
             return 0
         rows = [["TOKEN", "TTL", "EXPIRES", "USAGES", "DESCRIPTION", "EXTRA GROUPS"]]
         for t in toks:
@@ -885,20 +786,6 @@ def cmd_token(argv):
                          t["description"] or "<none>", ",".join(t["groups"])])
         sys.stdout.write(kl.tabwriter(rows, minwidth=10, padding=3))
         return 0
-    if sub == "delete":
-        if not pos:
-            fail("missing argument; 'token delete' is missing token of form "
-                 "\"[a-z0-9]{6}.[a-z0-9]{16}\" or \"[a-z0-9]{6}\"")
-        client, kc = token_client(opts)
-        for t in pos:
-            tid = t.split(".")[0]
-            if not re.match(r"^[a-z0-9]{6}$", tid):
-                fail("given token didn't match pattern \"[a-z0-9]{6}\" or "
-                     "\"[a-z0-9]{6}.[a-z0-9]{16}\"")
-            api_call("failed to delete bootstrap token \"%s\"" % tid,
-                     lambda tid=tid: client.request("DELETE", "/gpuctl-lab/v1/tokens/" + tid), kc)
-            out("bootstrap token \"%s\" deleted" % tid)
-        return 0
     fail("unknown command \"%s\" for \"kubeadm token\"" % sub if sub else
          "missing subcommand; \"token\" is not meant to be run on its own")
     return 1
@@ -908,7 +795,7 @@ def cmd_token(argv):
 
 def cmd_version(argv):
     try:
-        opts, _, _ = kl.parse_flags(argv, {"output": "str", "v": "str"}, aliases={"o": "output"})
+        opts, _, _ = kl.parse_flags(argv, {"output": "str"}, aliases={"o": "output"})
     except kl.UsageError as e:
         fail(str(e))
     v = kl.package_version("kubeadm")
@@ -916,10 +803,6 @@ def cmd_version(argv):
     fmt = opts.get("output", "")
     if fmt == "short":
         out("v" + v)
-    elif fmt == "json":
-        out(json.dumps({"clientVersion": info}, indent=2))
-    elif fmt == "yaml":
-        sys.stdout.write(kl.dump_yaml({"clientVersion": info}))
     elif fmt:
         fail("invalid output format: " + fmt)
     else:
@@ -928,34 +811,6 @@ def cmd_version(argv):
             "Compiler:\"%s\", Platform:\"%s\"}" % tuple(info[k] for k in (
                 "major", "minor", "gitVersion", "gitCommit", "gitTreeState", "buildDate",
                 "goVersion", "compiler", "platform")))
-    return 0
-
-
-def cmd_config(argv):
-    if argv[:2] not in (["images", "list"], ["images", "pull"]):
-        fail("gpuctl lab: only 'kubeadm config images list|pull' are implemented")
-    try:
-        opts, _, _ = kl.parse_flags(argv[2:], {"kubernetes-version": "str", "config": "str",
-                                               "cri-socket": "str", "image-repository": "str",
-                                               "v": "str", "output": "str"},
-                                    aliases={"o": "output"})
-    except kl.UsageError as e:
-        fail(str(e))
-    version = resolve_version(opts.get("kubernetes-version"), kl.package_version("kubeadm"))
-    imgs = images(version)
-    if argv[1] == "list":
-        for i in imgs:
-            out(i)
-        return 0
-    installed, active = kl.containerd_state()
-    if installed and not active:
-        fail("failed to pull image \"%s\": output: time=\"%s\" level=fatal msg=\"validate "
-             "service connection: validate CRI v1 image API for endpoint \\\"unix:///var/run/"
-             "containerd/containerd.sock\\\": rpc error: code = Unavailable desc = connection "
-             "error\"\n, error: exit status 1" % (imgs[0], time.strftime("%Y-%m-%dT%H:%M:%SZ",
-                                                                          time.gmtime())))
-    for i in imgs:
-        out("[config/images] Pulled " + i)
     return 0
 
 
@@ -970,7 +825,6 @@ Usage:
   kubeadm [command]
 
 Available Commands:
-  config      Manage configuration for a kubeadm cluster (images list|pull)
   init        Run this command in order to set up the Kubernetes control plane
   join        Run this on any machine you wish to join an existing cluster
   reset       Performs a best effort revert of changes made to this host by 'kubeadm init' or 'kubeadm join'
@@ -984,7 +838,7 @@ def main(argv):
         sys.stdout.write(USAGE)
         return 0
     cmds = {"init": cmd_init, "join": cmd_join, "reset": cmd_reset, "token": cmd_token,
-            "version": cmd_version, "config": cmd_config}
+            "version": cmd_version}
     fn = cmds.get(argv[0])
     if fn is None:
         fail("unknown command \"%s\" for \"kubeadm\"" % argv[0])
