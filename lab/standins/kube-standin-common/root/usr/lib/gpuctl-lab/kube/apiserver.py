@@ -182,9 +182,6 @@ def node_view(s, rec, t):
             labels["nvidia.com/gpu.replicas"] = "1"
         capacity["nvidia.com/gpu"] = alloc["nvidia.com/gpu"] = str(gs["count"])
     taints = [dict(x) for x in rec.get("taints") or []]
-    if rec.get("unschedulable"):
-        taints.append({"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule",
-                       "timeAdded": kl.rfc3339(rec.get("cordonedAt", t))})
     if rstatus == "False":
         taints.append({"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"})
     elif rstatus == "Unknown":
@@ -196,8 +193,6 @@ def node_view(s, rec, t):
         spec["podCIDRs"] = [rec["podCIDR"]]
     if taints:
         spec["taints"] = taints
-    if rec.get("unschedulable"):
-        spec["unschedulable"] = True
     annotations = dict(rec.get("annotations") or {})
     if rec.get("flannel"):
         annotations.update(rec["flannel"])
@@ -253,8 +248,7 @@ class Pods:
 
     def pick(self, tolerate_cp, i=0):
         """Scheduler stand-in: a Ready, schedulable node, workers first."""
-        cand = [r for r in self.nodes if self.ready(r["name"]) and not r.get("unschedulable")
-                and (tolerate_cp or not self.cp(r))]
+        cand = [r for r in self.nodes if self.ready(r["name"]) and (tolerate_cp or not self.cp(r))]
         cand.sort(key=lambda r: (self.cp(r), r["created"]))
         return cand[i % len(cand)] if cand else None
 
@@ -465,8 +459,6 @@ class Pods:
                 why = "node(s) had untolerated taint {node.kubernetes.io/not-ready: }"
             elif self.cp(r) and not tolerate_cp:
                 why = "node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }"
-            elif r.get("unschedulable"):
-                why = "node(s) were unschedulable"
             elif not gs or gs["count"] < want:
                 why = "Insufficient nvidia.com/gpu"
             else:
@@ -625,7 +617,7 @@ def flannel_config(s):
     return cni, net
 
 
-def workload_view(wl, t):
+def daemonset_view(wl, t):
     pods = wl["pods"]
     ready = sum(1 for p in pods if all(c.get("ready") for c in p["status"]["containerStatuses"])
                 and p["status"]["phase"] == "Running")
@@ -634,19 +626,12 @@ def workload_view(wl, t):
                                                                         wl["namespace"]),
           "creationTimestamp": kl.rfc3339(wl["created"]), "generation": 1}
     tmpl = {"spec": {"nodeSelector": wl["selector"]} if wl["selector"] else {}}
-    if wl["kind"] == "DaemonSet":
-        return {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": md,
-                "spec": {"template": tmpl},
-                "status": {"currentNumberScheduled": sched, "desiredNumberScheduled": len(pods),
-                           "numberAvailable": ready, "numberReady": ready,
-                           "numberMisscheduled": 0, "updatedNumberScheduled": sched,
-                           "observedGeneration": 1}}
-    replicas = wl["replicas"] if wl["replicas"] is not None else len(pods)
-    st = {"replicas": len(pods), "updatedReplicas": len(pods), "observedGeneration": 1}
-    if ready:
-        st["readyReplicas"] = st["availableReplicas"] = ready
-    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": md,
-            "spec": {"replicas": replicas, "template": tmpl}, "status": st}
+    return {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": md,
+            "spec": {"template": tmpl},
+            "status": {"currentNumberScheduled": sched, "desiredNumberScheduled": len(pods),
+                       "numberAvailable": ready, "numberReady": ready,
+                       "numberMisscheduled": 0, "updatedNumberScheduled": sched,
+                       "observedGeneration": 1}}
 
 
 def lst(kind, items, s, api="v1"):
@@ -702,14 +687,8 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         self._handle("POST")
 
-    def do_PUT(self):
-        self._handle("PUT")
-
     def do_PATCH(self):
         self._handle("PATCH")
-
-    def do_DELETE(self):
-        self._handle("DELETE")
 
 
 def principal(h, s):
@@ -895,7 +874,7 @@ def register(s, name, report, t):
                     "unix:///var/run/containerd/containerd.sock",
                 "node.alpha.kubernetes.io/ttl": "0",
                 "volumes.kubernetes.io/controller-managed-attach-detach": "true"},
-            "taints": [], "unschedulable": False,
+            "taints": [],
         }
         rec["podCIDR"] = alloc_cidr(s, name)
     if report:
@@ -961,15 +940,9 @@ def lab_route(s, method, parts, b, t):
         add_token(s, b, t)
         STORE.save()
         return 201, s["tokens"][b["id"]]
-    if parts[:1] == ["tokens"] and len(parts) == 2 and method == "DELETE":
-        if parts[1] not in s["tokens"]:
-            raise Http(404, "NotFound", "secrets \"bootstrap-token-%s\" not found" % parts[1])
-        del s["tokens"][parts[1]]
-        STORE.save()
-        return 200, {"deleted": parts[1]}
     if parts == ["apply"] and method == "POST":
         return 200, do_apply(s, b.get("objects") or [], b.get("namespace") or "default",
-                             bool(b.get("delete")), t, bool(b.get("create")))
+                             bool(b.get("delete")), t)
     if parts == ["releases"] and method == "GET":
         return 200, {"releases": sorted(s["releases"].values(),
                                         key=lambda r: (r["namespace"], r["name"]))}
@@ -980,10 +953,6 @@ def lab_route(s, method, parts, b, t):
         rel = s["releases"].get(key)
         if rel is None:
             raise Http(404, "NotFound", "release: not found")
-        if method == "DELETE":
-            del s["releases"][key]
-            STORE.save()
-            return 200, rel
         if method == "PATCH":
             for k in ("status", "description"):
                 if k in b:
@@ -991,9 +960,6 @@ def lab_route(s, method, parts, b, t):
             STORE.save()
             return 200, rel
         return 200, rel
-    if parts == ["workloads"] and method == "GET":
-        p = Pods(s, t).build()
-        return 200, {"pods": p.items}
     raise Http(404, "NotFound", "the server could not find the requested resource")
 
 
@@ -1020,13 +986,11 @@ def do_release(s, b, t):
     return 201, rel
 
 
-def do_apply(s, objs, default_ns, delete, t, create=False):
+def do_apply(s, objs, default_ns, delete, t):
+    """kubectl apply -f (or, with delete, kubectl delete pod): one result per object."""
     results = [None] * len(objs)
     changed = False
-    order = list(range(len(objs)))
-    if delete:  # namespaces go last: deleting one takes its contents with it
-        order.sort(key=lambda i: objs[i].get("kind") == "Namespace")
-    for idx in order:
+    for idx in range(len(objs)):
         o = objs[idx]
         kind = o.get("kind", "")
         api = o.get("apiVersion", "")
@@ -1037,22 +1001,9 @@ def do_apply(s, objs, default_ns, delete, t, create=False):
         res = {"ref": "%s/%s" % (ref, name), "kind": kind, "name": name,
                "resource": (kind.lower() + "s" if not kind.endswith("s") else kind.lower() +
                             "es") + ("." + group if group else "")}
-        if kind == "Namespace":
-            if delete:
-                if name in s["namespaces"]:
-                    del s["namespaces"][name]
-                    for k in [k for k, v in s["objects"].items() if v["namespace"] == name]:
-                        del s["objects"][k]
-                    for k in [k for k, v in s["releases"].items() if v["namespace"] == name]:
-                        del s["releases"][k]
-                    res["action"] = "deleted"
-                else:
-                    res["error"] = ("NotFound", "namespaces \"%s\" not found" % name)
-            elif create and name in s["namespaces"]:
-                res["error"] = ("AlreadyExists", "namespaces \"%s\" already exists" % name)
-            else:
-                res["action"] = "unchanged" if name in s["namespaces"] else "created"
-                s["namespaces"].setdefault(name, {"created": t})
+        if kind == "Namespace" and not delete:
+            res["action"] = "unchanged" if name in s["namespaces"] else "created"
+            s["namespaces"].setdefault(name, {"created": t})
             changed = True
             results[idx] = res
             continue
@@ -1073,10 +1024,6 @@ def do_apply(s, objs, default_ns, delete, t, create=False):
             continue
         digest = hashlib.sha256(json.dumps(o, sort_keys=True).encode()).hexdigest()
         old = s["objects"].get(key)
-        if old and create:
-            res["error"] = ("AlreadyExists", "%s \"%s\" already exists" % (res["resource"], name))
-            results[idx] = res
-            continue
         if old and old["hash"] == digest:
             res["action"] = "unchanged"
         else:
@@ -1092,73 +1039,35 @@ def do_apply(s, objs, default_ns, delete, t, create=False):
 
 
 def core_route(s, method, parts, b, t):
-    if parts[:1] == ["nodes"]:
-        if len(parts) == 1 and method == "GET":
-            return 200, lst("Node", [node_view(s, r, t) for r in
-                                     sorted(s["nodes"].values(), key=lambda r: r["name"])], s)
-        if len(parts) == 2:
-            rec = s["nodes"].get(parts[1])
-            if rec is None:
-                raise Http(404, "NotFound", "nodes \"%s\" not found" % parts[1])
-            if method == "DELETE":
-                del s["nodes"][parts[1]]
-                STORE.save()
-                return 200, {"kind": "Status", "status": "Success"}
-            if method == "PATCH":
-                labels = ((b.get("metadata") or {}).get("labels")) or {}
-                for k, v in labels.items():
-                    if v is None:
-                        rec["labels"].pop(k, None)
-                    else:
-                        rec["labels"][k] = str(v)
-                spec = b.get("spec") or {}
-                if "taints" in spec:
-                    rec["taints"] = spec["taints"] or []
-                if "unschedulable" in spec:
-                    rec["unschedulable"] = bool(spec["unschedulable"])
-                    rec["cordonedAt"] = t
-                STORE.save()
-            return 200, node_view(s, rec, t)
+    if parts == ["nodes"] and method == "GET":
+        return 200, lst("Node", [node_view(s, r, t) for r in
+                                 sorted(s["nodes"].values(), key=lambda r: r["name"])], s)
     if parts[:1] == ["namespaces"]:
         if len(parts) == 1 and method == "GET":
             return 200, lst("Namespace", [ns_view(n, v) for n, v in
                                           sorted(s["namespaces"].items())], s)
-        if len(parts) == 1 and method == "POST":
+        if len(parts) == 1 and method == "POST":  # helm --create-namespace
             name = (b.get("metadata") or {}).get("name", "")
             if name in s["namespaces"]:
                 raise Http(409, "AlreadyExists", "namespaces \"%s\" already exists" % name)
             s["namespaces"][name] = {"created": t}
             STORE.save()
             return 201, ns_view(name, s["namespaces"][name])
-        if len(parts) == 2:
-            v = s["namespaces"].get(parts[1])
-            if v is None:
-                raise Http(404, "NotFound", "namespaces \"%s\" not found" % parts[1])
-            if method == "DELETE":
-                do_apply(s, [{"apiVersion": "v1", "kind": "Namespace",
-                              "metadata": {"name": parts[1]}}], "default", True, t)
-            return 200, ns_view(parts[1], v)
         if len(parts) == 5 and parts[2] == "pods" and parts[4] == "log" and method == "GET":
             return pod_log(s, t, parts[1], parts[3])
-        if len(parts) >= 3 and parts[2] == "pods" and method == "GET":
+        if len(parts) == 3 and parts[2] == "pods" and method == "GET":
             pods = [p for p in Pods(s, t).build().sorted_items()
                     if p["metadata"]["namespace"] == parts[1]]
-            if len(parts) == 4:
-                p = next((p for p in pods if p["metadata"]["name"] == parts[3]), None)
-                if p is None:
-                    raise Http(404, "NotFound", "pods \"%s\" not found" % parts[3])
-                return 200, p
             return 200, lst("Pod", pods, s)
     if parts == ["pods"] and method == "GET":
         return 200, lst("Pod", Pods(s, t).build().sorted_items(), s)
     if method == "GET" and (parts == ["configmaps"] or (
-            parts[:1] == ["namespaces"] and parts[2:3] == ["configmaps"])):
-        return configmaps(s, parts[1] if len(parts) > 2 else None,
-                          parts[3] if len(parts) > 3 else None)
+            parts[:1] == ["namespaces"] and parts[2:] == ["configmaps"])):
+        return 200, lst("ConfigMap", configmaps(s, parts[1] if len(parts) > 2 else None), s)
     raise Http(404, "NotFound", "the server could not find the requested resource")
 
 
-def configmaps(s, ns, name):
+def configmaps(s, ns):
     """The ConfigMaps applied with kubectl (flannel's net-conf.json), as stored."""
     items = []
     for o in sorted(s["objects"].values(), key=lambda o: (o["namespace"] or "", o["name"])):
@@ -1173,12 +1082,7 @@ def configmaps(s, ns, name):
                    "resourceVersion": str(s.get("resourceVersion", 1000))})
         items.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": md,
                       "data": body.get("data") or {}})
-    if name is None:
-        return 200, lst("ConfigMap", items, s)
-    found = next((i for i in items if i["metadata"]["name"] == name), None)
-    if found is None:
-        raise Http(404, "NotFound", "configmaps \"%s\" not found" % name)
-    return 200, found
+    return items
 
 
 def ns_view(name, v):
@@ -1189,23 +1093,16 @@ def ns_view(name, v):
 
 
 def apps_route(s, method, parts, t):
-    if method != "GET":
-        raise Http(405, "MethodNotAllowed", "the server does not allow this method")
+    """GET /apis/apps/v1/[namespaces/NS/]daemonsets: the list kubectl filters."""
     ns = None
     if parts[:1] == ["namespaces"] and len(parts) >= 3:
         ns, parts = parts[1], parts[2:]
-    kinds = {"daemonsets": "DaemonSet", "deployments": "Deployment"}
-    if not parts or parts[0] not in kinds:
+    if method != "GET" or parts != ["daemonsets"]:
         raise Http(404, "NotFound", "the server could not find the requested resource")
     p = Pods(s, t).build()
-    items = [workload_view(w, t) for k, w in sorted(p.workloads.items())
-             if w["kind"] == kinds[parts[0]] and (ns is None or w["namespace"] == ns)]
-    if len(parts) == 2:
-        it = next((i for i in items if i["metadata"]["name"] == parts[1]), None)
-        if it is None:
-            raise Http(404, "NotFound", "%s.apps \"%s\" not found" % (parts[0], parts[1]))
-        return 200, it
-    return 200, lst(kinds[parts[0]], items, s, "apps/v1")
+    items = [daemonset_view(w, t) for k, w in sorted(p.workloads.items())
+             if w["kind"] == "DaemonSet" and (ns is None or w["namespace"] == ns)]
+    return 200, lst("DaemonSet", items, s, "apps/v1")
 
 
 def main():
