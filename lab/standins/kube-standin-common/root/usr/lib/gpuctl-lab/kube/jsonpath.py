@@ -1,10 +1,11 @@
-"""The subset of Kubernetes JSONPath that kubectl -o jsonpath / custom-columns use.
+"""The subset of Kubernetes JSONPath that gpuctl's steps and the lab's tests
+pass to kubectl -o jsonpath.
 
-Supported: literal text, {.a.b}, {$.a}, {@.a}, escaped dots (nvidia\\.com/gpu),
-[*], [n], [a:b], ['key'], [?(@.x=="y")] (== != < > <= >=, and existence),
-..name (recursive descent), {range X}...{end} (nested), {"\\t"} string
-literals, and several results joined by spaces. Missing keys print nothing
-(kubectl's default --allow-missing-template-keys=true).
+Supported: literal text, {.a.b}, {$.a}, escaped dots (nvidia\\.com/gpu), [*],
+[?(@.x=="y")], {range X}...{end} (nested), {"\\t"} string literals, and several
+results joined by spaces. Missing keys print nothing (kubectl's default
+--allow-missing-template-keys=true). Any other syntax is a JSONPathError, so a
+step that starts using it fails in the lab rather than printing a guess.
 """
 import json
 
@@ -86,9 +87,7 @@ def parse_path(s):
         c = s[i]
         if c == ".":
             if s[i + 1:i + 2] == ".":
-                segs.append(("recurse",))
-                i += 2
-                continue
+                raise JSONPathError("recursive descent (..) is not supported by the lab")
             i += 1
             continue
         if c == "[":
@@ -99,17 +98,8 @@ def parse_path(s):
                 segs.append(("all",))
             elif inner.startswith("?(") and inner.endswith(")"):
                 segs.append(("filter", _parse_filter(inner[2:-1].strip())))
-            elif inner[:1] in "\"'":
-                segs.append(("field", _unquote(inner)))
-            elif ":" in inner:
-                a, _, b = inner.partition(":")
-                segs.append(("slice", int(a) if a.strip() else None,
-                             int(b.split(":")[0]) if b.split(":")[0].strip() else None))
             else:
-                try:
-                    segs.append(("index", int(inner)))
-                except ValueError as e:
-                    raise JSONPathError("invalid array index %s" % inner) from e
+                raise JSONPathError("[%s] is not supported by the lab" % inner)
             continue
         name = []
         while i < len(s) and s[i] not in ".[":
@@ -125,42 +115,12 @@ def parse_path(s):
 
 
 def _parse_filter(expr):
-    for op in ("==", "!=", "<=", ">=", "<", ">"):
-        depth, quote = 0, None
-        for j in range(len(expr)):
-            ch = expr[j]
-            if quote:
-                if ch == quote:
-                    quote = None
-                continue
-            if ch in "\"'":
-                quote = ch
-            elif ch in "([":
-                depth += 1
-            elif ch in ")]":
-                depth -= 1
-            elif depth == 0 and expr.startswith(op, j):
-                left = parse_path(expr[:j].strip())
-                right = expr[j + len(op):].strip()
-                if right[:1] in "\"'":
-                    rv = _unquote(right)
-                else:
-                    try:
-                        rv = json.loads(right)
-                    except ValueError:
-                        rv = right
-                return (left, op, rv)
-    return (parse_path(expr), None, None)
-
-
-def _descend(v):
-    yield v
-    if isinstance(v, dict):
-        for k in sorted(v):
-            yield from _descend(v[k])
-    elif isinstance(v, list):
-        for x in v:
-            yield from _descend(x)
+    """@.path=="value" -> (path, value): the one filter the steps use."""
+    left, eq, right = expr.partition("==")
+    right = right.strip()
+    if not eq or right[:1] not in "\"'":
+        raise JSONPathError("filter %s is not supported by the lab (only @.x==\"y\")" % expr)
+    return parse_path(left.strip()), _unquote(right)
 
 
 def evaluate(segs, values):
@@ -176,14 +136,6 @@ def evaluate(segs, values):
                     nxt.extend(v)
                 elif isinstance(v, dict):
                     nxt.extend(v[k] for k in sorted(v))
-            elif kind == "index":
-                if isinstance(v, list) and -len(v) <= seg[1] < len(v):
-                    nxt.append(v[seg[1]])
-            elif kind == "slice":
-                if isinstance(v, list):
-                    nxt.extend(v[seg[1]:seg[2]])
-            elif kind == "recurse":
-                nxt.extend(_descend(v))
             elif kind == "filter":
                 if isinstance(v, list):
                     nxt.extend(x for x in v if _match(seg[1], x))
@@ -192,25 +144,10 @@ def evaluate(segs, values):
 
 
 def _match(flt, item):
-    (segs, _), op, rv = flt
+    """kubectl compares a filter's operand as text (booleans as true/false)."""
+    (segs, _), want = flt
     got = evaluate(segs, [item])
-    if op is None:
-        return bool(got)
-    if not got:
-        return op == "!="
-    lv = got[0]
-    if isinstance(rv, (int, float)) and not isinstance(lv, bool):
-        try:
-            lv = float(lv)
-        except (TypeError, ValueError):
-            return False
-    elif not isinstance(rv, bool):
-        lv, rv = str(lv) if not isinstance(lv, bool) else str(lv).lower(), str(rv)
-    try:
-        return {"==": lv == rv, "!=": lv != rv, "<": lv < rv, ">": lv > rv, "<=": lv <= rv,
-                ">=": lv >= rv}[op]
-    except TypeError:
-        return False
+    return bool(got) and fmt(got[0]) == want
 
 
 def fmt(v):
