@@ -1,7 +1,9 @@
 #include "gpuctl/executor.h"
 
 #include <algorithm>
+#include <set>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -33,6 +35,43 @@ constexpr const char* kRebootedProbe = "test ! -e /run/gpuctl-reboot-marker\n";
 constexpr std::chrono::seconds kRebootConnectTry{3};
 constexpr std::chrono::seconds kRebootNoteEvery{30};
 
+Progress ProgressOf(ItemState state) {
+  if (IsDone(state)) {
+    return Progress::kDone;
+  }
+  return IsDead(state) ? Progress::kDead : Progress::kWaiting;
+}
+
+SchedulerLimits LimitsFor(const RunContext& context, const ApplyOptions& options) {
+  SchedulerLimits limits;
+  limits.concurrency = context.options.concurrency;
+  limits.batch = options.batch;
+  limits.fail_fast = options.fail_fast;
+  limits.max_fail_percent = options.max_fail_percent;
+  limits.total_nodes = context.inventory.nodes.size();
+  limits.interrupted = options.interrupted;
+  return limits;
+}
+
+std::vector<ScheduledItem> ScheduledItems(const Plan& plan) {
+  std::vector<ScheduledItem> items;
+  items.reserve(plan.items().size());
+  for (const PlanItem& item : plan.items()) {
+    items.push_back({item.node, item.after, ProgressOf(item.state)});
+  }
+  return items;
+}
+
+// Nodes that dropped out before apply (their lock was held, say): no walker
+// will finish or block their items.
+std::set<std::string> FailedNodes(const RunContext& context) {
+  std::set<std::string> failed;
+  for (const auto& [node, error] : context.NodeErrors()) {
+    failed.insert(node);
+  }
+  return failed;
+}
+
 }  // namespace
 
 // "10m", "1m30s", "45s": how long a reboot wait has run and may run.
@@ -44,8 +83,6 @@ std::string Duration(std::chrono::seconds d) {
   }
   return seconds == 0 ? fmt::format("{}m", minutes) : fmt::format("{}m{}s", minutes, seconds);
 }
-
-namespace {}  // namespace
 
 std::size_t ParseBatch(const std::string& text, std::size_t nodes) {
   if (text.empty()) {
@@ -63,7 +100,9 @@ std::size_t ParseBatch(const std::string& text, std::size_t nodes) {
 }
 
 Executor::Executor(RunContext& context, ApplyOptions options)
-    : context_(context), options_(options), slots_free_(context.options.concurrency) {}
+    : context_(context),
+      options_(options),
+      scheduler_(LimitsFor(context, options), ScheduledItems(context.plan), FailedNodes(context)) {}
 
 void Executor::Run() {
   const auto nodes = context_.HealthyNodes();
@@ -74,22 +113,6 @@ void Executor::Run() {
   for (const Node* node : nodes) {
     walkers.emplace_back([this, node] { WalkNode(*node); });
   }
-}
-
-template <typename Predicate>
-void Executor::WaitUntil(std::unique_lock<std::mutex>& lock, Predicate predicate) {
-  // Woken by every state change; the timeout is only for the interrupt flag,
-  // which a signal handler sets without being able to notify.
-  while (!changed_.wait_for(lock, std::chrono::milliseconds(200), predicate)) {
-    if (Stopping()) {
-      predicate();  // let the predicate record why, as it does when woken
-      return;
-    }
-  }
-}
-
-bool Executor::Stopping() const {
-  return stop_all_ || (options_.interrupted != nullptr && options_.interrupted->load());
 }
 
 void Executor::WalkNode(const Node& node) {
@@ -109,24 +132,27 @@ void Executor::WalkNode(const Node& node) {
       }
       reboot_pending = false;
     }
-    const std::vector<std::string> reached = ReachedNodes(item);
-    if (!WaitForDependencies(item, awaiting_verify, reached)) {
+    if (!WaitToStart(item)) {
       continue;  // blocked; later items may still depend only on done ones
     }
     const bool ran = RunItem(node, item, reboot_pending);
-    ReleaseReach(reached);
+    scheduler_.ReleaseReach(id);
     if (!ran) {
       break;
     }
     if (reboot_pending) {
       awaiting_verify.push_back(id);
+      // Found already true on its second probe, it is done for everyone.
+      if (!IsDone(item.state)) {
+        scheduler_.Settle(id, Progress::kChangedUnproven);
+      }
     }
   }
   if (reboot_pending && !context_.NodeFailed(node.name)) {
     RebootAndVerify(node, awaiting_verify);
   }
   // Whatever this walker did not reach is blocked, so dependents stop waiting.
-  std::lock_guard lock(mutex_);
+  std::vector<std::size_t> blocked;
   for (const std::size_t id : context_.plan.ItemsOf(node.name)) {
     PlanItem& item = context_.plan.items()[id];
     if (!IsDone(item.state) && !IsDead(item.state)) {
@@ -134,13 +160,14 @@ void Executor::WalkNode(const Node& node) {
           std::find(awaiting_verify.begin(), awaiting_verify.end(), id) != awaiting_verify.end();
       item.state = ItemState::kBlocked;
       if (item.detail.empty() || waiting_reboot) {
-        item.detail =
-            Stopping() ? "run stopped before this step" : "an earlier step on this node failed";
+        item.detail = scheduler_.Stopping() ? "run stopped before this step"
+                                            : "an earlier step on this node failed";
       }
       context_.reporter.ItemUpdated(item);
+      blocked.push_back(id);
     }
   }
-  changed_.notify_all();
+  scheduler_.Settle(blocked, Progress::kDead);
 }
 
 std::vector<std::string> Executor::ReachedNodes(const PlanItem& item) const {
@@ -160,83 +187,39 @@ std::vector<std::string> Executor::ReachedNodes(const PlanItem& item) const {
   return {reached.begin(), reached.end()};
 }
 
-void Executor::ReleaseReach(const std::vector<std::string>& reached) {
-  if (reached.empty()) {
-    return;
-  }
-  {
-    std::lock_guard lock(mutex_);
-    for (const std::string& node : reached) {
-      --reached_by_[node];
-    }
-  }
-  changed_.notify_all();
-}
-
-bool Executor::WaitForDependencies(const PlanItem& item,
-                                   const std::vector<std::size_t>& awaiting_reboot,
-                                   const std::vector<std::string>& reached) {
-  std::unique_lock lock(mutex_);
-  const std::vector<PlanItem>& items = context_.plan.items();
-  std::string blocker;
-  WaitUntil(lock, [&] {
-    if (Stopping()) {
+bool Executor::WaitToStart(PlanItem& item) {
+  const Admission admission = scheduler_.WaitToStart(item.id, ReachedNodes(item));
+  const auto blocker = [&]() -> const PlanItem& {
+    return context_.plan.items()[admission.blocker];
+  };
+  switch (admission.verdict) {
+    case Admission::Verdict::kGo:
       return true;
-    }
-    for (const std::size_t dep : item.after) {
-      if (IsDead(items[dep].state)) {
-        blocker = fmt::format("{} on {} did not finish", items[dep].step, items[dep].node);
-        return true;
-      }
-      // A node that dropped out before this phase (its lock was held, say)
-      // has no walker to finish or block its items.
-      if (!IsDone(items[dep].state) && context_.NodeFailed(items[dep].node)) {
-        blocker =
-            fmt::format("{} on {} cannot run: that node failed", items[dep].step, items[dep].node);
-        return true;
-      }
-      // Changed on this node and waiting for the shared reboot: done as far
-      // as ordering goes, so the next reboot-needing step can join it.
-      const bool changed_here =
-          std::find(awaiting_reboot.begin(), awaiting_reboot.end(), dep) != awaiting_reboot.end();
-      if (!IsDone(items[dep].state) && !changed_here) {
-        return false;
-      }
-    }
-    return std::none_of(reached.begin(), reached.end(),
-                        [&](const std::string& node) { return down_.count(node) != 0; });
-  });
-  if (Stopping() || !blocker.empty()) {
-    PlanItem& mutable_item = context_.plan.items()[item.id];
-    mutable_item.state = ItemState::kBlocked;
-    mutable_item.detail = blocker.empty() ? "run stopped before this step" : blocker;
-    context_.reporter.ItemUpdated(mutable_item);
-    changed_.notify_all();
-    return false;
+    case Admission::Verdict::kDeadItem:
+      item.detail = fmt::format("{} on {} did not finish", blocker().step, blocker().node);
+      break;
+    case Admission::Verdict::kFailedNode:
+      item.detail =
+          fmt::format("{} on {} cannot run: that node failed", blocker().step, blocker().node);
+      break;
+    case Admission::Verdict::kStopped:
+      item.detail = "run stopped before this step";
+      break;
   }
-  for (const std::string& node : reached) {
-    ++reached_by_[node];
-  }
-  return true;
+  item.state = ItemState::kBlocked;
+  context_.reporter.ItemUpdated(item);
+  scheduler_.Settle(item.id, Progress::kDead);
+  return false;
 }
 
 bool Executor::RunItem(const Node& node, PlanItem& item, bool& reboot_pending) {
-  {
-    std::unique_lock lock(mutex_);
-    WaitUntil(lock, [&] { return slots_free_ > 0 || Stopping(); });
-    if (Stopping()) {
-      return false;
-    }
-    --slots_free_;
+  if (!scheduler_.TakeSlot()) {
+    return false;  // stopping: the walker blocks what is left
   }
   struct SlotReturn {
-    Executor* self;
-    ~SlotReturn() {
-      std::lock_guard lock(self->mutex_);
-      ++self->slots_free_;
-      self->changed_.notify_all();
-    }
-  } slot_return{this};
+    Scheduler& scheduler;
+    ~SlotReturn() { scheduler.ReturnSlot(); }
+  } slot_return{scheduler_};
 
   Connection* connection = context_.ConnectionTo(node.name);
   if (connection == nullptr) {
@@ -249,8 +232,8 @@ bool Executor::RunItem(const Node& node, PlanItem& item, bool& reboot_pending) {
                 &context_.inputs, InputUse::kVerify);
   // A step whose outcome was unknown at plan time is probed again now that
   // what it waited for has run: it may need nothing.
-  // Probed on a copy: other walkers read item states under mutex_, and the
-  // state is published only through Finish.
+  // Probed on a copy: the state is published only through Finish, which
+  // also tells the scheduler.
   if (item.state == ItemState::kKnownAfterApply) {
     PlanItem probed = item;
     const ItemState now = prober.Probe(step, probed);
@@ -320,7 +303,7 @@ bool Executor::RunItem(const Node& node, PlanItem& item, bool& reboot_pending) {
 }
 
 bool Executor::RebootAndVerify(const Node& node, std::vector<std::size_t>& awaiting_verify) {
-  if (!EnterRebootBatch(node.name)) {
+  if (!scheduler_.EnterRebootBatch(node.name)) {
     // Interrupted before this node's turn: its reboot never starts. What
     // changed stays on disk; the next apply's probe sees the reboot pending.
     const std::string why =
@@ -333,10 +316,10 @@ bool Executor::RebootAndVerify(const Node& node, std::vector<std::size_t>& await
     return false;
   }
   struct BatchLeave {
-    Executor* self;
+    Scheduler& scheduler;
     const std::string& node;
-    ~BatchLeave() { self->LeaveRebootBatch(node); }
-  } leave{this, node.name};
+    ~BatchLeave() { scheduler.LeaveRebootBatch(node); }
+  } leave{scheduler_, node.name};
 
   context_.reporter.Note(node.name, "rebooting");
   context_.reporter.Note(node.name, fmt::format("waiting up to {} for it to come back "
@@ -350,14 +333,14 @@ bool Executor::RebootAndVerify(const Node& node, std::vector<std::size_t>& await
   }
   context_.DropConnection(node.name);
   context_.inputs.SourceChanged(node.name);
-  if (!WaitForReboot(node)) {
+  if (std::string last_error; !WaitForReboot(node, last_error)) {
     // The wait also ends when the run stops (Ctrl-C, --fail-fast): the node
     // is then not failed, only not yet seen back.
-    const bool interrupted = Stopping();
+    const bool interrupted = scheduler_.Stopping();
     const std::string why =
         interrupted ? "rebooting, not yet back when the run stopped: the next apply verifies it"
                     : fmt::format("did not come back from reboot within {}: {}",
-                                  Duration(options_.reboot_timeout), last_reboot_error_[node.name]);
+                                  Duration(options_.reboot_timeout), last_error);
     for (const std::size_t id : awaiting_verify) {
       Finish(context_.plan.items()[id], interrupted ? ItemState::kBlocked : ItemState::kFailed,
              why);
@@ -394,7 +377,7 @@ bool Executor::RebootAndVerify(const Node& node, std::vector<std::size_t>& await
   return all_ok;
 }
 
-bool Executor::WaitForReboot(const Node& node) {
+bool Executor::WaitForReboot(const Node& node, std::string& last_error) {
   Endpoint endpoint = Endpoint::For(node);
   endpoint.trust_on_first_use = context_.options.trust_new_host_keys;
   // Short tries: an interrupt is noticed between them, so Ctrl-C ends the
@@ -403,10 +386,10 @@ bool Executor::WaitForReboot(const Node& node) {
   const auto start = std::chrono::steady_clock::now();
   const auto deadline = start + options_.reboot_timeout;
   auto next_note = start + kRebootNoteEvery;
-  std::string last_error = "no answer";
+  last_error = "no answer";
   // Poll until the node answers and its /run marker is gone. The pause
   // between tries is pacing for a remote machine, not synchronisation.
-  while (!Stopping() && std::chrono::steady_clock::now() < deadline) {
+  while (!scheduler_.Stopping() && std::chrono::steady_clock::now() < deadline) {
     try {
       auto connection = context_.transport.Connect(endpoint);
       Command check;
@@ -435,73 +418,19 @@ bool Executor::WaitForReboot(const Node& node) {
     }
     std::this_thread::sleep_for(std::chrono::seconds(1));
   }
-  std::lock_guard lock(mutex_);
-  last_reboot_error_[node.name] = last_error;
   return false;
 }
 
-bool Executor::EnterRebootBatch(const std::string& node) {
-  std::unique_lock lock(mutex_);
-  const auto unreached = [&] { return reached_by_[node] == 0; };
-  if (options_.batch != 0) {
-    WaitUntil(lock, [&] { return batch_open_ && batch_members_ < options_.batch && unreached(); });
-    // Woken by an interrupt (not by room in the batch): this reboot has not
-    // started, so it never does; --batch holds under Ctrl-C.
-    if (Stopping()) {
-      return false;
-    }
-    ++batch_members_;
-    if (batch_members_ == options_.batch) {
-      batch_open_ = false;  // full: the next batch waits for all of this one
-    }
-  }
-  // Even when the run is stopping: a step reaching this node is in flight,
-  // and the reboot must not cut it off. Such steps end on their own.
-  while (!unreached()) {
-    changed_.wait(lock);
-  }
-  if (Stopping()) {
-    return false;
-  }
-  down_.insert(node);
-  ++rebooting_;
-  max_rebooting_ = std::max(max_rebooting_, rebooting_);
-  return true;
-}
-
-void Executor::LeaveRebootBatch(const std::string& node) {
-  std::lock_guard lock(mutex_);
-  down_.erase(node);
-  --rebooting_;
-  if (options_.batch != 0 && rebooting_ == 0) {
-    batch_members_ = 0;
-    batch_open_ = true;
-  }
-  changed_.notify_all();
-}
-
 void Executor::Finish(PlanItem& item, ItemState state, const std::string& detail) {
-  {
-    std::lock_guard lock(mutex_);
-    item.state = state;
-    item.detail = context_.redactor.Apply(detail);
-  }
+  item.state = state;
+  item.detail = context_.redactor.Apply(detail);
   context_.reporter.ItemUpdated(item);
-  changed_.notify_all();
+  scheduler_.Settle(item.id, ProgressOf(state));
 }
 
 void Executor::NodeFailed(const Node& node, const std::string& error) {
   context_.FailNode(node.name, error);
-  {
-    std::lock_guard lock(mutex_);
-    ++failed_nodes_;
-    const std::size_t total = context_.inventory.nodes.size();
-    if (options_.fail_fast ||
-        failed_nodes_ * 100 > static_cast<std::size_t>(options_.max_fail_percent) * total) {
-      stop_all_ = true;
-    }
-  }
-  changed_.notify_all();
+  scheduler_.NodeFailed(node.name);
   // Reported only once the stop is in force: whoever hears of the failure
   // (a watching script, a test) can rely on nothing new starting after it.
   context_.reporter.NodeFailed(node.name, context_.redactor.Apply(error));

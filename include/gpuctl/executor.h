@@ -11,18 +11,19 @@
 // node, k8s.nodes-ready reads each worker's state. Such a step never starts
 // while a node it reaches is down for a reboot, and a node never goes down
 // while a running step reaches it.
+//
+// Who may start what and when (slots, dependencies, reaches, reboot batches,
+// stopping) is the Scheduler's (run/scheduler.h); the executor asks it, runs
+// the scripts, and tells it how they ended.
 #pragma once
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
-#include <map>
-#include <mutex>
-#include <set>
 #include <string>
 #include <vector>
 
+#include "gpuctl/run/scheduler.h"
 #include "gpuctl/run_context.h"
 
 namespace gpuctl {
@@ -50,48 +51,29 @@ class Executor {
   void Run();
 
   // Largest number of nodes that were down for a reboot at the same time.
-  [[nodiscard]] std::size_t MaxConcurrentReboots() const { return max_rebooting_; }
+  [[nodiscard]] std::size_t MaxConcurrentReboots() const {
+    return scheduler_.MaxConcurrentReboots();
+  }
 
  private:
   void WalkNode(const Node& node);
-  // On true the item holds its reach on the nodes in `reached` until
-  // ReleaseReach; on false it is blocked and holds nothing.
-  bool WaitForDependencies(const PlanItem& item, const std::vector<std::size_t>& awaiting_reboot,
-                           const std::vector<std::string>& reached);
+  // Asks the scheduler whether the item may start. On true it holds its
+  // reach on the other nodes it works on until ReleaseReach; on false it is
+  // blocked (and reported so) and holds nothing.
+  bool WaitToStart(PlanItem& item);
   [[nodiscard]] std::vector<std::string> ReachedNodes(const PlanItem& item) const;
-  void ReleaseReach(const std::vector<std::string>& reached);
   bool RunItem(const Node& node, PlanItem& item, bool& reboot_pending);
   bool RebootAndVerify(const Node& node, std::vector<std::size_t>& awaiting_verify);
+  // After the reboot command: true once the node answers with a fresh /run;
+  // false on the timeout, a host key or login refused, or an interrupt, with
+  // the last error in `last_error`.
+  bool WaitForReboot(const Node& node, std::string& last_error);
   void Finish(PlanItem& item, ItemState state, const std::string& detail);
   void NodeFailed(const Node& node, const std::string& error);
-  [[nodiscard]] bool Stopping() const;
-  template <typename Predicate>
-  void WaitUntil(std::unique_lock<std::mutex>& lock, Predicate predicate);
-
-  // Rolling reboots: a batch is the set of nodes down at once; a new batch
-  // starts only after the whole previous one is back and verified. False:
-  // the run is stopping, so this reboot must not start (nothing was taken).
-  bool EnterRebootBatch(const std::string& node);
-  // After the reboot command: true once the node answers with a fresh /run;
-  // false on the timeout, a host key or login refused, or an interrupt.
-  bool WaitForReboot(const Node& node);
-  void LeaveRebootBatch(const std::string& node);
 
   RunContext& context_;
   ApplyOptions options_;
-
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::size_t slots_free_ = 0;
-  std::size_t failed_nodes_ = 0;
-  std::atomic<bool> stop_all_{false};  // read by walkers outside the lock
-  std::size_t batch_members_ = 0;      // joined the current batch
-  std::size_t rebooting_ = 0;          // still down or not yet verified
-  bool batch_open_ = true;
-  std::size_t max_rebooting_ = 0;
-  std::set<std::string> down_;             // rebooting, or back but not yet verified
-  std::map<std::string, int> reached_by_;  // node -> running items on other nodes reaching it
-  std::map<std::string, std::string> last_reboot_error_;  // why WaitForReboot gave up
+  Scheduler scheduler_;  // everything the node walkers share
 };
 
 }  // namespace gpuctl

@@ -1,0 +1,124 @@
+// Scheduler: what may start now during apply (ninja's Plan next to the
+// Executor's Builder).
+//
+// The Executor runs one walker thread per node. Before an item a walker asks
+// the scheduler whether it may start, before a reboot whether the node may go
+// down, and afterwards it tells the scheduler how things ended. Everything the
+// walkers share lives here, under one mutex: the concurrency slots, how far
+// each item got, which nodes are down for a reboot or reached by a running
+// step on another node, the current reboot batch, the failed nodes, and
+// whether the run is stopping. It runs no command and knows no step, so it is
+// tested alone (tests/unit/scheduler_test.cpp).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace gpuctl {
+
+// How far an item got, as far as the items waiting on it care.
+enum class Progress {
+  kWaiting,          // not run yet, or running
+  kChangedUnproven,  // changed, verified only after its node's reboot
+  kDone,             // holds (or needs a person): its dependents may start
+  kDead,             // failed or blocked: its dependents are blocked
+};
+
+struct SchedulerLimits {
+  std::size_t concurrency = 1;  // items running at once (the reboot wait is not one)
+  std::size_t batch = 0;        // nodes down for a reboot at once; 0: no limit
+  bool fail_fast = false;       // the first failed node stops the run
+  int max_fail_percent = 100;   // stop once more than this share of all nodes failed
+  std::size_t total_nodes = 0;  // the inventory's, the base of max_fail_percent
+  // Set from a signal handler, which cannot notify: waits poll it.
+  const std::atomic<bool>* interrupted = nullptr;
+};
+
+// One plan item as the scheduler sees it: where it runs, what it waits for.
+struct ScheduledItem {
+  std::string node;
+  std::vector<std::size_t> after;  // indexes of the items it depends on
+  Progress progress = Progress::kWaiting;
+};
+
+// Why an item may or may not start.
+struct Admission {
+  enum class Verdict {
+    kGo,          // start it; it now reaches the nodes it was asked about
+    kDeadItem,    // `blocker` failed or was blocked
+    kFailedNode,  // `blocker` waits on a node that failed and will never run it
+    kStopped,     // the run is stopping
+  };
+  Verdict verdict = Verdict::kGo;
+  std::size_t blocker = 0;  // with kDeadItem and kFailedNode
+};
+
+class Scheduler {
+ public:
+  // `failed_nodes`: nodes already out of the run (no walker will run their items).
+  Scheduler(SchedulerLimits limits, std::vector<ScheduledItem> items,
+            std::set<std::string> failed_nodes);
+
+  // Waits until every dependency of `item` is done and none of the nodes in
+  // `reached` (other nodes the item works on) is down. On kGo the item holds
+  // those nodes up until ReleaseReach; otherwise it holds nothing, and the
+  // caller reports the item dead with Settle.
+  Admission WaitToStart(std::size_t item, const std::vector<std::string>& reached);
+  void ReleaseReach(std::size_t item);
+
+  // A concurrency slot, for the time a change and its verification run.
+  // False: the run is stopping and nothing was taken.
+  bool TakeSlot();
+  void ReturnSlot();
+
+  // Records how far items got and wakes whoever waits on them.
+  void Settle(std::size_t item, Progress progress);
+  void Settle(const std::vector<std::size_t>& items, Progress progress);
+
+  // Rolling reboots: a batch is the set of nodes down at once, and a new
+  // batch starts only once the whole previous one is back and verified. A
+  // node also waits until no running step reaches it. False: the run is
+  // stopping, so this reboot must not start (the node is not down).
+  bool EnterRebootBatch(const std::string& node);
+  // The node is back and verified, or given up on.
+  void LeaveRebootBatch(const std::string& node);
+  [[nodiscard]] std::size_t MaxConcurrentReboots() const;
+
+  // Counts a failed node; --fail-fast or --max-fail may stop the run.
+  void NodeFailed(const std::string& node);
+  void StopAll();
+  // No new item or reboot starts once this is true; running ones finish.
+  [[nodiscard]] bool Stopping() const;
+
+ private:
+  template <typename Predicate>
+  void WaitUntil(std::unique_lock<std::mutex>& lock, Predicate ready);
+  // Under the lock: true once waiting for `item` is over, with `admission`
+  // saying how it ended; false while it must go on waiting.
+  bool Decided(std::size_t item, const std::vector<std::string>& reached,
+               Admission& admission) const;
+
+  const SchedulerLimits limits_;
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::vector<ScheduledItem> items_;
+  std::set<std::string> failed_nodes_;
+  std::size_t nodes_failed_in_run_ = 0;  // what --max-fail counts: not those failed before
+  std::atomic<bool> stop_all_{false};    // read by walkers outside the lock
+  std::size_t slots_free_;
+  std::map<std::size_t, std::vector<std::string>> reaching_;  // running item -> nodes it reaches
+  std::map<std::string, int> reached_by_;  // node -> running items on other nodes reaching it
+  std::set<std::string> down_;             // rebooting, or back but not yet verified
+  std::size_t batch_members_ = 0;          // joined the current batch
+  bool batch_open_ = true;
+  std::size_t rebooting_ = 0;  // still down or not yet verified
+  std::size_t max_rebooting_ = 0;
+};
+
+}  // namespace gpuctl

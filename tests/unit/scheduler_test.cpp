@@ -1,0 +1,234 @@
+#include "gpuctl/run/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <future>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace gpuctl {
+namespace {
+
+using Verdict = Admission::Verdict;
+
+// Runs `wait` (a call that should wait) on its own thread, then `release`
+// (the change of scheduler state that should end the wait) on this one.
+// Returns what `wait` returned, and whether it returned only after the
+// release began: a call that did not wait may see false.
+template <typename Wait, typename Release>
+auto WaitThenRelease(Wait wait, Release release) {
+  std::atomic<bool> released{false};
+  auto waiter = std::async(std::launch::async, [&] {
+    auto result = wait();
+    return std::pair{result, released.load()};
+  });
+  released = true;
+  release();
+  return waiter.get();
+}
+
+// Items a0 and b0 on nodes a and b; b1 on b waits for a0; a1 on a waits for a0.
+std::vector<ScheduledItem> TwoNodes() {
+  return {{"a", {}, Progress::kWaiting},
+          {"b", {}, Progress::kWaiting},
+          {"b", {0}, Progress::kWaiting},
+          {"a", {0}, Progress::kWaiting}};
+}
+constexpr std::size_t kA0 = 0;
+constexpr std::size_t kB1 = 2;
+constexpr std::size_t kA1 = 3;
+
+SchedulerLimits Limits(std::size_t concurrency = 4, std::size_t batch = 0) {
+  SchedulerLimits limits;
+  limits.concurrency = concurrency;
+  limits.batch = batch;
+  limits.total_nodes = 4;
+  return limits;
+}
+
+TEST(Scheduler, AnItemWithoutDependenciesStartsAtOnce) {
+  Scheduler scheduler(Limits(), TwoNodes(), {});
+  EXPECT_EQ(scheduler.WaitToStart(kA0, {}).verdict, Verdict::kGo);
+}
+
+TEST(Scheduler, AnItemWaitingOnAnotherNodeStartsOnceThatItemIsDone) {
+  Scheduler scheduler(Limits(), TwoNodes(), {});
+  const auto [admission, waited] =
+      WaitThenRelease([&] { return scheduler.WaitToStart(kB1, {"a"}); },
+                      [&] { scheduler.Settle(kA0, Progress::kDone); });
+  EXPECT_EQ(admission.verdict, Verdict::kGo);
+  EXPECT_TRUE(waited);
+}
+
+TEST(Scheduler, AnItemWaitingOnAnotherNodeIsBlockedWhenThatItemFails) {
+  Scheduler scheduler(Limits(), TwoNodes(), {});
+  const auto [admission, waited] =
+      WaitThenRelease([&] { return scheduler.WaitToStart(kB1, {"a"}); },
+                      [&] { scheduler.Settle(kA0, Progress::kDead); });
+  EXPECT_EQ(admission.verdict, Verdict::kDeadItem);
+  EXPECT_TRUE(waited);
+  EXPECT_EQ(admission.blocker, kA0);
+}
+
+TEST(Scheduler, AnItemOnAFailedNodeBlocksItsWaiters) {
+  // Failed before apply: nobody will ever settle a0.
+  Scheduler before(Limits(), TwoNodes(), {"a"});
+  EXPECT_EQ(before.WaitToStart(kB1, {"a"}).verdict, Verdict::kFailedNode);
+
+  // Failing while b1 waits.
+  Scheduler during(Limits(), TwoNodes(), {});
+  const auto [admission, waited] = WaitThenRelease([&] { return during.WaitToStart(kB1, {"a"}); },
+                                                   [&] { during.NodeFailed("a"); });
+  EXPECT_EQ(admission.verdict, Verdict::kFailedNode);
+  EXPECT_TRUE(waited);
+  EXPECT_EQ(admission.blocker, kA0);
+}
+
+TEST(Scheduler, AChangeAwaitingItsRebootCountsAsDoneOnlyOnItsOwnNode) {
+  Scheduler scheduler(Limits(), TwoNodes(), {});
+  scheduler.Settle(kA0, Progress::kChangedUnproven);
+  // a1 joins a0's reboot; b1 waits until the reboot proved a0.
+  EXPECT_EQ(scheduler.WaitToStart(kA1, {}).verdict, Verdict::kGo);
+  const auto [admission, waited] =
+      WaitThenRelease([&] { return scheduler.WaitToStart(kB1, {"a"}); },
+                      [&] { scheduler.Settle(kA0, Progress::kDone); });
+  EXPECT_EQ(admission.verdict, Verdict::kGo);
+  EXPECT_TRUE(waited);
+}
+
+TEST(Scheduler, AnItemDoesNotStartWhileANodeItReachesIsDown) {
+  Scheduler scheduler(Limits(), TwoNodes(), {});
+  ASSERT_TRUE(scheduler.EnterRebootBatch("b"));
+  const auto [admission, waited] = WaitThenRelease(
+      [&] { return scheduler.WaitToStart(kA0, {"b"}); }, [&] { scheduler.LeaveRebootBatch("b"); });
+  EXPECT_EQ(admission.verdict, Verdict::kGo);
+  EXPECT_TRUE(waited);
+}
+
+TEST(Scheduler, ANodeDoesNotGoDownUnderAnItemReachingIt) {
+  Scheduler scheduler(Limits(), TwoNodes(), {});
+  ASSERT_EQ(scheduler.WaitToStart(kA0, {"b"}).verdict, Verdict::kGo);
+  const auto [entered, waited] = WaitThenRelease([&] { return scheduler.EnterRebootBatch("b"); },
+                                                 [&] { scheduler.ReleaseReach(kA0); });
+  EXPECT_TRUE(entered);
+  EXPECT_TRUE(waited);
+}
+
+TEST(Scheduler, SlotsBoundHowManyItemsRunAtOnce) {
+  Scheduler scheduler(Limits(/*concurrency=*/1), TwoNodes(), {});
+  ASSERT_TRUE(scheduler.TakeSlot());
+  const auto [taken, waited] =
+      WaitThenRelease([&] { return scheduler.TakeSlot(); }, [&] { scheduler.ReturnSlot(); });
+  EXPECT_TRUE(taken);
+  EXPECT_TRUE(waited);
+}
+
+TEST(Scheduler, ABatchAdmitsUpToItsSizeAndTheNextWaitsForAllOfIt) {
+  Scheduler scheduler(Limits(4, /*batch=*/2), TwoNodes(), {});
+  ASSERT_TRUE(scheduler.EnterRebootBatch("n1"));
+  ASSERT_TRUE(scheduler.EnterRebootBatch("n2"));
+  EXPECT_EQ(scheduler.MaxConcurrentReboots(), 2U);
+  scheduler.LeaveRebootBatch("n1");  // n2 is still down: the batch stays closed
+  const auto [entered, waited] = WaitThenRelease([&] { return scheduler.EnterRebootBatch("n3"); },
+                                                 [&] { scheduler.LeaveRebootBatch("n2"); });
+  EXPECT_TRUE(entered);
+  EXPECT_TRUE(waited);
+  EXPECT_EQ(scheduler.MaxConcurrentReboots(), 2U);
+}
+
+TEST(Scheduler, ManyNodesRebootingTogetherNeverExceedTheBatch) {
+  constexpr std::size_t kBatch = 2;
+  constexpr int kNodes = 6;
+  constexpr int kRounds = 50;
+  Scheduler scheduler(Limits(4, kBatch), TwoNodes(), {});
+  std::mutex mutex;
+  std::size_t down = 0;
+  std::size_t most_down = 0;
+  {
+    std::vector<std::jthread> nodes;
+    for (int n = 0; n < kNodes; ++n) {
+      nodes.emplace_back([&, name = "n" + std::to_string(n)] {
+        for (int round = 0; round < kRounds; ++round) {
+          ASSERT_TRUE(scheduler.EnterRebootBatch(name));
+          {
+            std::lock_guard lock(mutex);
+            most_down = std::max(most_down, ++down);
+          }
+          {
+            std::lock_guard lock(mutex);
+            --down;
+          }
+          scheduler.LeaveRebootBatch(name);
+        }
+      });
+    }
+  }
+  EXPECT_LE(most_down, kBatch);
+  EXPECT_LE(scheduler.MaxConcurrentReboots(), kBatch);
+  EXPECT_GE(scheduler.MaxConcurrentReboots(), 1U);
+}
+
+TEST(Scheduler, StopCancelsARebootWaitingForItsBatch) {
+  Scheduler scheduler(Limits(4, /*batch=*/1), TwoNodes(), {});
+  ASSERT_TRUE(scheduler.EnterRebootBatch("n1"));
+  const auto [entered, waited] = WaitThenRelease([&] { return scheduler.EnterRebootBatch("n2"); },
+                                                 [&] { scheduler.StopAll(); });
+  EXPECT_FALSE(entered);
+  EXPECT_TRUE(waited);
+  EXPECT_EQ(scheduler.MaxConcurrentReboots(), 1U);
+}
+
+TEST(Scheduler, AnInterruptCancelsARebootWaitingForItsBatch) {
+  std::atomic<bool> interrupted{false};
+  SchedulerLimits limits = Limits(4, /*batch=*/1);
+  limits.interrupted = &interrupted;
+  Scheduler scheduler(limits, TwoNodes(), {});
+  ASSERT_TRUE(scheduler.EnterRebootBatch("n1"));
+  // As the signal handler does: the flag alone, no notification.
+  const auto [entered, waited] = WaitThenRelease([&] { return scheduler.EnterRebootBatch("n2"); },
+                                                 [&] { interrupted = true; });
+  EXPECT_FALSE(entered);
+  EXPECT_TRUE(waited);
+}
+
+TEST(Scheduler, StopEndsAnItemsWaitForItsDependencies) {
+  Scheduler scheduler(Limits(), TwoNodes(), {});
+  const auto [admission, waited] = WaitThenRelease(
+      [&] { return scheduler.WaitToStart(kB1, {"a"}); }, [&] { scheduler.StopAll(); });
+  EXPECT_EQ(admission.verdict, Verdict::kStopped);
+  EXPECT_TRUE(waited);
+}
+
+TEST(Scheduler, FailFastStopsNewWorkAfterTheFirstFailedNode) {
+  SchedulerLimits limits = Limits();
+  limits.fail_fast = true;
+  Scheduler scheduler(limits, TwoNodes(), {});
+  EXPECT_FALSE(scheduler.Stopping());
+  scheduler.NodeFailed("a");
+  EXPECT_TRUE(scheduler.Stopping());
+  EXPECT_EQ(scheduler.WaitToStart(kA0, {}).verdict, Verdict::kStopped);
+  EXPECT_FALSE(scheduler.TakeSlot());
+  EXPECT_FALSE(scheduler.EnterRebootBatch("b"));
+}
+
+TEST(Scheduler, MaxFailStopsOnlyOnceMoreNodesThanItsShareFailed) {
+  SchedulerLimits limits = Limits();
+  limits.max_fail_percent = 50;  // of 4 nodes: 2 may fail
+  // A node that failed before apply is not counted again.
+  Scheduler scheduler(limits, TwoNodes(), {"z"});
+  scheduler.NodeFailed("a");
+  scheduler.NodeFailed("b");
+  EXPECT_FALSE(scheduler.Stopping());
+  EXPECT_EQ(scheduler.WaitToStart(kA0, {}).verdict, Verdict::kGo);
+  scheduler.NodeFailed("c");
+  EXPECT_TRUE(scheduler.Stopping());
+  EXPECT_FALSE(scheduler.TakeSlot());
+}
+
+}  // namespace
+}  // namespace gpuctl
