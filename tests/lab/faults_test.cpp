@@ -223,7 +223,8 @@ class FaultsLabTest : public ::testing::Test {
   void SetUp() override {
     if (const std::string why = test::MissingPrerequisite(); !why.empty()) GTEST_SKIP() << why;
     if (Shell("command -v nft >/dev/null").status != 0) {
-      GTEST_SKIP() << "nft (nftables) is missing: run scripts/install-deps.sh lab";
+      GTEST_SKIP() << test::kCannotRunHere
+                   << "nft (nftables) is missing: run scripts/install-deps.sh lab";
     }
     ASSERT_NE(lab_, nullptr);
     ASSERT_FALSE(lab_->nodes().empty()) << up_log_;

@@ -152,17 +152,23 @@ class Lab {
   std::vector<LabNode> nodes_;
 };
 
-// Why lab tests cannot run here, or empty if they can.
+// Why lab tests cannot run here, or empty if they can. Every reason starts
+// with kCannotRunHere, which ctest's skip expression matches
+// (tests/CMakeLists.txt): no other output may contain it.
+inline constexpr const char* kCannotRunHere = "lab tests cannot run here: ";
 inline std::string MissingPrerequisite() {
-  if (geteuid() != 0) return "lab tests need root (network namespaces, mounts)";
-  if (Shell("ip netns list >/dev/null 2>&1").status != 0) return "`ip netns` is unavailable";
-  if (Shell("unshare --mount --pid --fork true >/dev/null 2>&1").status != 0) {
-    return "unshare cannot create mount and pid namespaces here";
-  }
-  if (!fs::exists("/lib/systemd/systemd") || Shell("command -v sshd >/dev/null").status != 0) {
-    return "systemd or sshd missing: run scripts/install-deps.sh lab";
-  }
-  return "";
+  const std::string why = [] {
+    if (geteuid() != 0) return "they need root (network namespaces, mounts)";
+    if (Shell("ip netns list >/dev/null 2>&1").status != 0) return "`ip netns` is unavailable";
+    if (Shell("unshare --mount --pid --fork true >/dev/null 2>&1").status != 0) {
+      return "unshare cannot create mount and pid namespaces here";
+    }
+    if (!fs::exists("/lib/systemd/systemd") || Shell("command -v sshd >/dev/null").status != 0) {
+      return "systemd or sshd missing: run scripts/install-deps.sh lab";
+    }
+    return "";
+  }();
+  return why.empty() ? why : kCannotRunHere + why;
 }
 
 // Change commands a run sent, from the journal in its run directory.

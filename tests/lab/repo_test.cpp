@@ -1,7 +1,8 @@
 // lab/build-repo.sh builds the lab's package repositories: Ubuntu's and Rocky's
 // archives and the vendors' repositories, laid out as the real ones and signed
-// by a lab key each. Slow-ish (it builds every stand-in): filter it out with
-// --gtest_filter=-*Repo* or ctest -E Repo.
+// by a lab key each. The build takes minutes (it builds every stand-in), so
+// this test checks the tree every lab serves (`gpuctl-lab repo`), built once
+// for all the lab tests, rather than building a private copy.
 #include <gtest/gtest.h>
 
 #include <cctype>
@@ -9,7 +10,8 @@
 #include <sstream>
 #include <string>
 
-#include "standin_node.h"
+#include "support/lab_support.h"
+#include "unit/standin_node.h"
 
 namespace gpuctl::testing {
 namespace {
@@ -49,17 +51,21 @@ RunResult DnfMakecache(const fs::path& dir, const fs::path& baseurl, const fs::p
                   Quote((dir / "root").string()) + " --releasever=9 makecache 2>&1");
 }
 
-TEST(StandinRepo, BuildsSignedDistroAndVendorReposFromTheStandins) {
+TEST(LabRepoTest, SignedDistroAndVendorReposBuiltFromTheStandins) {
+  if (const std::string why = test::MissingPrerequisite(); !why.empty()) GTEST_SKIP() << why;
   for (const char* tool :
        {"dpkg-deb", "dpkg-scanpackages", "rpmbuild", "createrepo_c", "gpg", "rpmsign"}) {
-    if (!Have(tool)) GTEST_SKIP() << tool << " missing (scripts/install-deps.sh lab)";
+    ASSERT_TRUE(Have(tool)) << tool << " missing (scripts/install-deps.sh lab)";
   }
   StandinNode scratch;  // only for its temporary directory
-  fs::path out = scratch.root() / "repo";
-  std::string build = Quote(std::string(GPUCTL_SOURCE_DIR) + "/lab/build-repo.sh") +
-                      " --no-mirror " + Quote(out.string()) + " 2>&1";
-  RunResult first = RunShell(build);
-  ASSERT_EQ(first.status, 0) << first.out;
+  // stdout is the path alone; the build's progress goes to stderr.
+  const RunResult repo =
+      RunShell(Quote(std::string(GPUCTL_SOURCE_DIR) + "/lab/gpuctl-lab") + " repo");
+  ASSERT_EQ(repo.status, 0) << "gpuctl-lab repo failed (its log is beside the repository)";
+  const fs::path out = test::Trim(repo.out);
+  ASSERT_TRUE(fs::is_directory(out)) << repo.out;
+  const std::string build = Quote(std::string(GPUCTL_SOURCE_DIR) + "/lab/build-repo.sh") + " " +
+                            Quote(out.string()) + " 2>&1";
 
   // Each package in the repository its package.sh names, where the real one
   // keeps it: Ubuntu's driver in the archive's restricted component, CUDA and
