@@ -1,15 +1,14 @@
 // docs/steps.md is generated from the catalog; a step added to playbooks/
 // without regenerating the page fails here instead of leaving the docs stale.
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 
-#include <fmt/format.h>
-#include <sys/wait.h>
-
 #include <gtest/gtest.h>
+
+#include "gpuctl/catalog.h"
+#include "gpuctl/view/catalog_view.h"
 
 namespace gpuctl {
 namespace {
@@ -24,19 +23,10 @@ TEST(StepsDocTest, DocsStepsMdIsWhatTheCatalogGenerates) {
   const fs::path source = GPUCTL_SOURCE_DIR;
   // The source tree's playbooks explicitly: neither $GPUCTL_PLAYBOOKS nor an
   // installed copy may stand in for the catalog the page documents.
-  const std::string command =
-      fmt::format("env -u GPUCTL_PLAYBOOKS '{}' --playbooks '{}' catalog --markdown </dev/null",
-                  GPUCTL_BINARY, (source / "playbooks").string());
-  FILE* pipe = popen(command.c_str(), "r");
-  ASSERT_NE(pipe, nullptr) << command;
-  std::string generated;
-  char buffer[4096];
-  for (std::size_t n = 0; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) {
-    generated.append(buffer, n);
-  }
-  const int status = pclose(pipe);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << command;
-  ASSERT_FALSE(generated.empty()) << command;
+  Diagnostics diagnostics;
+  const auto catalog = Catalog::Load((source / "playbooks").string(), diagnostics);
+  ASSERT_TRUE(catalog.has_value()) << diagnostics.Format();
+  const std::string generated = RenderCatalogMarkdown(*catalog);
 
   std::ifstream in(source / "docs" / "steps.md", std::ios::binary);
   ASSERT_TRUE(in) << "docs/steps.md is missing. " << kRegenerate;

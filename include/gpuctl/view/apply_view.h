@@ -1,0 +1,34 @@
+// ApplyView: what `gpuctl apply` says around the plan it shows (which
+// RenderPlanText draws): before confirming, when there is nothing to do, and
+// at the end of a run. Each function returns the whole text, newlines
+// included, so the CLI only prints it.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace gpuctl {
+
+// The plan has nothing pending: the cluster matches, or it matches on the
+// reachable nodes and `failed_nodes` could not be checked.
+std::string NothingToApplyMessage(std::size_t failed_nodes);
+
+// Said when some nodes failed before apply and the others go on; empty when
+// none failed.
+std::string LeftOutNotice(std::size_t failed_nodes);
+
+// Said before the confirmation: which nodes go down, and how many at once
+// (`batch` 0: no limit). Empty when no node reboots.
+std::string RebootNotice(const std::vector<std::string>& nodes, std::size_t batch);
+
+// The answer to a confirmation that was not "yes".
+std::string CancelledMessage();
+
+// After Ctrl-C: what finished, what did not, and how to go on.
+std::string InterruptedMessage();
+
+// The last line of every run: where its journal is.
+std::string JournalLine(const std::string& run_dir);
+
+}  // namespace gpuctl

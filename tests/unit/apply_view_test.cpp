@@ -1,0 +1,52 @@
+// What `gpuctl apply` says around its plan: the exact words, since scripts
+// and the CLI tests read them.
+#include "gpuctl/view/apply_view.h"
+
+#include <gtest/gtest.h>
+
+namespace gpuctl {
+namespace {
+
+TEST(ApplyViewTest, NothingToApplySaysWhetherEveryNodeWasChecked) {
+  EXPECT_EQ(NothingToApplyMessage(0), "\nNo changes. The cluster matches the inventory.\n");
+  EXPECT_EQ(NothingToApplyMessage(2),
+            "\nNothing to change on the reachable nodes; 2 node(s) failed (above) and were not "
+            "checked.\n");
+}
+
+TEST(ApplyViewTest, NodesLeftOutAreMentionedOnlyWhenThereAreSome) {
+  EXPECT_EQ(LeftOutNotice(0), "");
+  EXPECT_EQ(LeftOutNotice(1), "\nNodes with errors above are left out; the others go on.\n");
+}
+
+TEST(ApplyViewTest, RebootNoticeNamesTheNodesAndThePace) {
+  EXPECT_EQ(RebootNotice({}, 0), "");
+  EXPECT_EQ(RebootNotice({"worker1"}, 0), "\nReboots: 1 node (worker1).\n");
+  EXPECT_EQ(RebootNotice({"worker1", "worker2"}, 0),
+            "\nReboots: 2 nodes (worker1, worker2); all at once (no --batch; --batch 1 reboots "
+            "one at a time).\n");
+  EXPECT_EQ(RebootNotice({"worker1", "worker2", "worker3"}, 2),
+            "\nReboots: 3 nodes (worker1, worker2, worker3); at most 2 at a time (--batch).\n");
+}
+
+TEST(ApplyViewTest, RebootNoticeNamesEightNodesAndCountsTheRest) {
+  std::vector<std::string> nodes;
+  for (int i = 1; i <= 10; ++i) {
+    nodes.push_back("n" + std::to_string(i));
+  }
+  EXPECT_EQ(RebootNotice(nodes, 1),
+            "\nReboots: 10 nodes (n1, n2, n3, n4, n5, n6, n7, n8 and 2 more); at most 1 at a "
+            "time (--batch).\n");
+}
+
+TEST(ApplyViewTest, TheEndOfARunSaysWhatHappenedAndWhereTheJournalIs) {
+  EXPECT_EQ(CancelledMessage(), "Apply cancelled; nothing was changed.\n");
+  EXPECT_EQ(InterruptedMessage(),
+            "Interrupted: steps in flight finished; reboots not yet started were cancelled and "
+            "the rest did not start. Run apply again to continue.\n");
+  EXPECT_EQ(JournalLine("/var/state/gpuctl/lab/runs/20260101T000000Z-42"),
+            "Journal: /var/state/gpuctl/lab/runs/20260101T000000Z-42/journal.jsonl\n");
+}
+
+}  // namespace
+}  // namespace gpuctl
