@@ -1,6 +1,8 @@
-// Phase: one stage of a run (connect, lock, probe, apply, verify, unlock), as
-// in k0sctl's phase/ directory: one small file each under src/phase/, so the
-// pipeline reads as a list. The steps themselves stay data (the catalog).
+// Phase: one stage of a run (connect, identify, plan, lock, probe or check,
+// apply), as in k0sctl's phase/ directory: one small file each under
+// src/phase/, so a run reads as a list. Releasing the locks and closing the
+// connections are the lock and connect phases' clean-ups. The steps
+// themselves stay data (the catalog).
 #pragma once
 
 #include <functional>
@@ -16,23 +18,28 @@ class Phase {
  public:
   virtual ~Phase() = default;
   [[nodiscard]] virtual std::string Title() const = 0;
-  // Decide what the phase will do (filter nodes); runs before any phase runs.
-  virtual void Prepare(RunContext& /*context*/) {}
-  [[nodiscard]] virtual bool ShouldRun(const RunContext& /*context*/) const { return true; }
   virtual void Run(RunContext& context) = 0;
   // Always called, in reverse order, even after a failure or interruption.
   virtual void CleanUp(RunContext& /*context*/) {}
 };
 
+// The phases of one run, in order. An action may run them in parts (apply
+// prepares, asks, then applies) and cleans up once at the end.
 class Pipeline {
  public:
   Pipeline& Add(std::unique_ptr<Phase> phase);
-  // Prepares every phase, runs each that should run, then cleans up all in
-  // reverse order (also when a phase throws, which is then rethrown).
+  // Runs the phases added since the last Start, in order. If one throws,
+  // the rest do not run; the ones that started are still owed CleanUp.
+  void Start(RunContext& context);
+  // Cleans up every phase that started, last first, each once.
+  void CleanUp(RunContext& context);
+  // Start, then CleanUp (also when a phase throws, which is then rethrown).
   void Run(RunContext& context);
 
  private:
   std::vector<std::unique_ptr<Phase>> phases_;
+  std::size_t started_ = 0;  // phases_[0, started_) have started
+  std::size_t cleaned_ = 0;  // phases_[0, cleaned_) have been cleaned up
 };
 
 // Opens one connection per node, in parallel; unreachable nodes are failed.
@@ -58,12 +65,10 @@ std::unique_ptr<Phase> MakeLockPhase(std::string run_id, std::string holder, boo
 std::unique_ptr<Phase> MakeCheckPhase();
 
 struct ApplyOptions;
-class Executor;
-// Makes the plan true with an Executor, after `proceed` agrees (it shows the
-// plan, compares a saved one, asks for confirmation); a `false` ends the run
-// with nothing changed; `proceeded` tells the caller which way it went.
+// Makes the plan true with an Executor. The action decides whether it runs
+// (after showing the plan and asking); `max_concurrent_reboots`, if given,
+// receives how many nodes were down at once.
 std::unique_ptr<Phase> MakeApplyPhase(const ApplyOptions& options,
-                                      std::function<bool(RunContext&)> proceed, bool& proceeded,
                                       std::size_t* max_concurrent_reboots = nullptr);
 
 }  // namespace gpuctl

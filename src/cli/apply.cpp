@@ -1,25 +1,17 @@
 // gpuctl apply: compute the plan exactly as `plan` does, show it, confirm,
 // then make it true; or apply a saved plan if nothing moved since.
-#include <pwd.h>
 #include <unistd.h>
 
-#include <filesystem>
-#include <fstream>
+#include <atomic>
+#include <chrono>
 #include <iostream>
-
-#include <fmt/chrono.h>
-#include <fmt/format.h>
 
 #include "cli/commands.h"
 #include "cli/inputs.h"
 #include "cli/interrupt.h"
-#include "gpuctl/drift.h"
-#include "gpuctl/executor.h"
-#include "gpuctl/input_file.h"
-#include "gpuctl/journal.h"
-#include "gpuctl/phase.h"
-#include "gpuctl/script_trace.h"
-#include "gpuctl/ssh_transport.h"
+#include "gpuctl/action/apply_action.h"
+#include "gpuctl/plan_view.h"
+#include "gpuctl/view/apply_view.h"
 
 namespace gpuctl::cli {
 namespace {
@@ -36,58 +28,6 @@ struct ApplyCliOptions {
   std::string run_dir;
 };
 
-// A file that cannot be read is "not a plan", so the inventory loader reports
-// why (input_file.h), once.
-bool LooksLikeSavedPlan(const std::string& path) {
-  std::string why;
-  const auto head = ReadInputPrefix(path, 4096, why);
-  const std::size_t first = head ? head->find_first_not_of(" \t\r\n") : std::string::npos;
-  return first != std::string::npos && (*head)[first] == '{';
-}
-
-std::string DefaultRunDir(const std::string& cluster) {
-  const char* state = std::getenv("XDG_STATE_HOME");
-  const char* home = std::getenv("HOME");
-  const std::filesystem::path base =
-      state != nullptr && *state != '\0'
-          ? std::filesystem::path(state)
-          : std::filesystem::path(home != nullptr ? home : "/root") / ".local/state";
-  const auto now = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
-  return (base / "gpuctl" / cluster / "runs" / fmt::format("{:%Y%m%dT%H%M%SZ}-{}", now, getpid()))
-      .string();
-}
-
-std::string Holder() {
-  char host[256] = {};
-  gethostname(host, sizeof(host) - 1);
-  const passwd* account = getpwuid(geteuid());
-  const char* user = account != nullptr ? account->pw_name : std::getenv("USER");
-  const auto now = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
-  return fmt::format("user={} host={} pid={} started={:%Y-%m-%dT%H:%M:%SZ}",
-                     user != nullptr ? user : "?", host, getpid(), now);
-}
-
-// Said before the confirmation: which nodes go down, and how many at once.
-std::string RebootNotice(const std::vector<std::string>& nodes, std::size_t batch) {
-  if (nodes.empty()) {
-    return "";
-  }
-  constexpr std::size_t kNamed = 8;
-  std::string names;
-  for (std::size_t i = 0; i < nodes.size() && i < kNamed; ++i) {
-    names += (i == 0 ? "" : ", ") + nodes[i];
-  }
-  if (nodes.size() > kNamed) {
-    names += fmt::format(" and {} more", nodes.size() - kNamed);
-  }
-  const std::string pace = nodes.size() == 1 ? ""
-                           : batch == 0
-                               ? "; all at once (no --batch; --batch 1 reboots one at a time)"
-                               : fmt::format("; at most {} at a time (--batch)", batch);
-  return fmt::format("\nReboots: {} node{} ({}){}.\n", nodes.size(), nodes.size() == 1 ? "" : "s",
-                     names, pace);
-}
-
 bool Confirm() {
   if (isatty(STDIN_FILENO) == 0) {
     std::cerr << "gpuctl: stdin is not a terminal, so apply cannot ask for confirmation; "
@@ -101,154 +41,80 @@ bool Confirm() {
 }
 
 int RunApply(const ApplyCliOptions& options, const GlobalOptions& global) {
-  std::optional<SavedPlan> saved;
-  std::string inventory_path = options.target;
-  if (LooksLikeSavedPlan(options.target)) {
-    std::string why;
-    const auto text = ReadInputFile(options.target, kMaxSavedPlanBytes, why);
-    if (!text) {
-      std::cerr << options.target << ": error: " << why << '\n';
-      return kExitError;
-    }
-    try {
-      saved = PlanFromJson(nlohmann::json::parse(*text), options.target);
-    } catch (const LoadError& e) {
-      std::cerr << e.what();
-      return kExitError;
-    } catch (const nlohmann::json::exception& e) {
-      std::cerr << options.target << ": error: not valid JSON: " << e.what() << '\n';
-      return kExitError;
-    }
-    inventory_path = saved->header.inventory_path;
-  }
-  auto inputs = LoadInputs(inventory_path, global, std::cerr);
-  if (!inputs) {
+  const auto target = ReadApplyTarget(options.target, std::cerr);
+  if (!target) {
     return kExitError;
   }
-  if (saved) {
-    if (saved->header.inventory_digest != inputs->inventory_digest) {
-      std::cerr << fmt::format(
-          "gpuctl: refusing {}: {} changed since the plan was saved; run plan again\n",
-          options.target, inventory_path);
-      return kExitError;
-    }
-    if (saved->header.catalog_digest != inputs->catalog.Digest()) {
-      std::cerr << fmt::format(
-          "gpuctl: refusing {}: the step catalog changed since the plan was saved; "
-          "run plan again\n",
-          options.target);
-      return kExitError;
-    }
+  auto spec = LoadSpec(target->inventory_path, SpecOptionsFrom(global), std::cerr);
+  if (!spec) {
+    return kExitError;
   }
-
-  const std::string run_dir =
-      options.run_dir.empty() ? DefaultRunDir(inputs->inventory.cluster) : options.run_dir;
-  const std::string runs_root = std::filesystem::path(run_dir).parent_path().string();
-  const std::string previous = LatestRunDir(runs_root);
-  Journal journal(run_dir);
-  LineReporter lines(std::cerr, global.verbosity);
-  TeeReporter reporter;
-  reporter.Add(&lines);
-  reporter.Add(&journal);
-  if (!previous.empty()) {
-    for (const auto& [node, step] : UnfinishedSteps(previous + "/journal.jsonl")) {
-      reporter.Note(node, fmt::format("the previous run stopped during {}; its probe decides now "
-                                      "whether it still needs to run",
-                                      step));
-    }
+  if (const std::string refusal = SavedPlanRefusal(*target, *spec); !refusal.empty()) {
+    std::cerr << "gpuctl: " << refusal << '\n';
+    return kExitError;
   }
-
-  Plan plan;  // built by the plan phase, once every node's OS is known
-  auto transport = TraceScriptsFromEnv(MakeSshTransport());
-  RunContext context(inputs->inventory, inputs->catalog, plan, *transport, reporter,
-                     {options.connect.concurrency, options.connect.trust_new_host_keys});
-  TraceRedactor(*transport, context.redactor);
-  ApplyOptions apply;
-  apply.fail_fast = options.fail_fast;
-  apply.max_fail_percent = options.max_fail_percent;
-  apply.reboot_timeout = std::chrono::seconds(options.reboot_timeout_s);
+  ApplySettings settings;
+  settings.run = options.connect.Run();
+  settings.run_dir = options.run_dir;
+  settings.break_lock = options.break_lock;
+  settings.executor.fail_fast = options.fail_fast;
+  settings.executor.max_fail_percent = options.max_fail_percent;
+  settings.executor.reboot_timeout = std::chrono::seconds(options.reboot_timeout_s);
   try {
-    apply.batch = ParseBatch(options.batch, inputs->inventory.nodes.size());
+    settings.executor.batch = ParseBatch(options.batch, spec->inventory.nodes.size());
   } catch (const std::exception& e) {
     std::cerr << "gpuctl: --batch: " << e.what() << '\n';
     return kExitError;
   }
-  apply.interrupted = &InstallInterruptHandler();
+  const std::atomic<bool>& interrupted = InstallInterruptHandler();
+  settings.executor.interrupted = &interrupted;
 
+  auto transport = NodeTransport();
+  LineReporter progress(std::cerr, global.verbosity);
+  ApplyAction action(*spec, *target, *transport, progress, settings);
   TextOptions text;
   text.color = !global.no_color && isatty(STDOUT_FILENO) != 0;
-  bool refused = false;
-  auto proceed = [&](RunContext& ctx) {
-    if (saved) {
-      // An `os: auto` node reinstalled with another OS keeps the inventory's
-      // digest; its recorded OS is what tells.
-      auto drift = CompareNodeOs(saved->header.node_os, ctx.inventory);
-      for (auto& d : CompareWithSaved(saved->plan, ctx.plan)) {
-        drift.push_back(std::move(d));
-      }
-      if (!drift.empty()) {
-        std::cerr << "gpuctl: refusing the saved plan: the nodes moved since it was made:\n";
-        for (const auto& d : drift) {
-          std::cerr << "  " << d << '\n';
-        }
-        refused = true;
-        return false;
-      }
-    }
-    std::cout << RenderPlanText(ctx.plan, ctx.inventory, ctx.NodeErrors(), text);
-    if (!ctx.plan.Summarize().Pending()) {
-      if (ctx.NodeErrors().empty()) {
-        std::cout << "\nNo changes. The cluster matches the inventory.\n";
-      } else {
-        std::cout << fmt::format(
-            "\nNothing to change on the reachable nodes; {} node(s) failed "
-            "(above) and were not checked.\n",
-            ctx.NodeErrors().size());
-      }
-      return false;
-    }
-    if (!ctx.NodeErrors().empty()) {
-      std::cout << "\nNodes with errors above are left out; the others go on.\n";
-    }
-    std::cout << RebootNotice(ctx.plan.Summarize().rebooting_nodes, apply.batch);
-    if (!options.yes && !saved && !Confirm()) {
-      std::cout << "Apply cancelled; nothing was changed.\n";
-      refused = true;
-      return false;
-    }
-    return true;
-  };
-  bool proceeded = false;
-  Pipeline pipeline;
-  pipeline.Add(MakeConnectPhase())
-      .Add(MakeIdentifyPhase())
-      .Add(MakePlanPhase(inputs->inventory))
-      .Add(MakeLockPhase(std::filesystem::path(run_dir).filename().string(), Holder(),
-                         options.break_lock))
-      .Add(MakeProbePhase())
-      .Add(MakeApplyPhase(apply, proceed, proceeded));
-  pipeline.Run(context);
 
-  const auto errors = context.NodeErrors();
-  {
-    std::ofstream out(std::filesystem::path(run_dir) / "plan.json");
-    out << PlanToJson(plan, HeaderFor(*inputs), errors).dump(2) << '\n';
+  bool refused = false;
+  const ApplyAction::Prepared& prepared = action.Prepare();
+  if (!prepared.drift.empty()) {
+    std::cerr << "gpuctl: refusing the saved plan: the nodes moved since it was made:\n";
+    for (const auto& d : prepared.drift) {
+      std::cerr << "  " << d << '\n';
+    }
+    refused = true;
+  } else {
+    std::cout << RenderPlanText(action.plan(), spec->inventory, action.NodeErrors(), text);
+    if (!prepared.has_changes) {
+      std::cout << NothingToApplyMessage(action.NodeErrors().size());
+    } else {
+      std::cout << LeftOutNotice(action.NodeErrors().size());
+      std::cout << RebootNotice(action.plan().Summarize().rebooting_nodes, settings.executor.batch);
+      if (!options.yes && !target->saved && !Confirm()) {
+        std::cout << CancelledMessage();
+        refused = true;
+      } else {
+        action.Apply();
+      }
+    }
   }
-  if (proceeded) {
-    std::cout << "\n" << RenderPlanText(plan, inputs->inventory, errors, text);
+  action.Finish();
+
+  const auto errors = action.NodeErrors();
+  if (action.applied()) {
+    std::cout << "\n" << RenderPlanText(action.plan(), spec->inventory, errors, text);
   }
-  if (apply.interrupted->load()) {
-    std::cout << "Interrupted: steps in flight finished; reboots not yet started were cancelled "
-                 "and the rest did not start. Run apply again to continue.\n";
+  if (interrupted.load()) {
+    std::cout << InterruptedMessage();
   }
-  std::cout << "Journal: " << run_dir << "/journal.jsonl\n";
+  std::cout << JournalLine(action.run_dir());
   if (refused || !errors.empty()) {
     return kExitError;
   }
-  const PlanSummary summary = plan.Summarize();
-  if (apply.interrupted->load()) {
+  if (interrupted.load()) {
     return kExitInterrupted;
   }
+  const PlanSummary summary = action.plan().Summarize();
   return summary.failed + summary.blocked + summary.errors > 0 ? kExitError : kExitOk;
 }
 

@@ -3,10 +3,10 @@
 
 #include <iostream>
 
-#include <fmt/format.h>
-
 #include "cli/commands.h"
 #include "cli/inputs.h"
+#include "gpuctl/action/read_only.h"
+#include "gpuctl/view/check_view.h"
 
 namespace gpuctl::cli {
 namespace {
@@ -17,84 +17,28 @@ struct CheckOptions {
   ConnectOptions connect;
 };
 
-// What an admin acts on: the probe's own words, else what failed.
-std::string Mismatch(const PlanItem& item, const Catalog& catalog) {
-  if (!item.observed.empty()) {
-    return item.observed.substr(0, item.observed.find('\n'));
-  }
-  if (!item.detail.empty()) {
-    return item.detail;
-  }
-  const Step* step = catalog.Find(item.step);
-  return "not in place: " + (step != nullptr ? step->description : item.step);
-}
-
 int RunCheck(const CheckOptions& options, const GlobalOptions& global) {
-  auto inputs = LoadInputs(options.inventory, global, std::cerr);
-  if (!inputs) {
+  auto spec = LoadSpec(options.inventory, SpecOptionsFrom(global), std::cerr);
+  if (!spec) {
     return kExitError;
   }
-  Plan plan;  // built once every node's OS is known
-  const auto errors =
-      RunReadOnly(*inputs, plan, options.deep ? PlanScope::kDeepCheck : PlanScope::kConverge,
-                  MakeCheckPhase(), options.connect, global);
-  nlohmann::json mismatches = nlohmann::json::array();
-  // Deep validations report their figures whether they pass or not.
-  nlohmann::json validations = nlohmann::json::array();
-  std::size_t matched = 0;
-  for (const auto& item : plan.items()) {
-    const Step* step = inputs->catalog.Find(item.step);
-    if (step != nullptr && step->deep && errors.count(item.node) == 0) {
-      validations.push_back({{"node", item.node},
-                             {"step", item.step},
-                             {"passed", item.state == ItemState::kSatisfied},
-                             {"figures", Mismatch(item, inputs->catalog)}});
-    }
-    if (item.state == ItemState::kSatisfied) {
-      ++matched;
-    } else if (errors.count(item.node) == 0) {
-      mismatches.push_back({{"node", item.node},
-                            {"step", item.step},
-                            {"state", ToString(item.state)},
-                            {"message", Mismatch(item, inputs->catalog)}});
-    }
-  }
+  auto transport = NodeTransport();
+  LineReporter progress(std::cerr, global.verbosity);
+  const ReadOnlyResult result =
+      CheckAction(*spec, *transport, progress, options.connect.Run(), options.deep);
+  const Plan& plan = result.plan;
+  const auto& errors = result.node_errors;
+  const CheckReport report =
+      MakeCheckReport(plan, spec->catalog, spec->inventory, errors, options.deep);
   if (global.output == "json") {
-    nlohmann::json doc = {{"cluster", inputs->inventory.cluster},
-                          {"matches", mismatches.empty() && errors.empty()},
-                          {"checked", plan.items().size()},
-                          {"ok", matched},
-                          {"mismatches", mismatches},
-                          {"unreachable", errors}};
-    if (options.deep) {
-      doc["validations"] = validations;
-    }
-    std::cout << doc.dump(2) << '\n';
+    std::cout << CheckToJson(report).dump(2) << '\n';
   } else {
-    for (const auto& [node, error] : errors) {
-      std::cout << fmt::format("{}: unreachable: {}\n", node, error);
-    }
-    for (const auto& m : mismatches) {
-      std::cout << fmt::format("{}: {} ({})\n", m["node"].get<std::string>(),
-                               m["message"].get<std::string>(), m["step"].get<std::string>());
-    }
-    if (!validations.empty()) {
-      std::cout << "\nDeep validation:\n";
-      for (const auto& v : validations) {
-        std::cout << fmt::format("  {} {}: {} ({})\n", v["passed"].get<bool>() ? "pass" : "FAIL",
-                                 v["node"].get<std::string>(), v["figures"].get<std::string>(),
-                                 v["step"].get<std::string>());
-      }
-    }
-    std::cout << fmt::format(
-        "\nCheck: {} nodes, {} of {} checks pass, {} mismatch{}, {} unreachable\n",
-        inputs->inventory.nodes.size(), matched, plan.items().size(), mismatches.size(),
-        mismatches.size() == 1 ? "" : "es", errors.size());
+    std::cout << RenderCheckText(report);
   }
   if (!errors.empty()) {
     return kExitError;
   }
-  return mismatches.empty() ? kExitOk : kExitChanges;
+  return report.mismatches.empty() ? kExitOk : kExitChanges;
 }
 
 }  // namespace

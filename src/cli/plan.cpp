@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/inputs.h"
+#include "gpuctl/action/read_only.h"
 
 namespace gpuctl::cli {
 
@@ -19,14 +20,16 @@ struct PlanOptions {
 };
 
 int RunPlan(const PlanOptions& options, const GlobalOptions& global) {
-  auto inputs = LoadInputs(options.inventory, global, std::cerr);
-  if (!inputs) {
+  auto spec = LoadSpec(options.inventory, SpecOptionsFrom(global), std::cerr);
+  if (!spec) {
     return kExitError;
   }
-  Plan plan;  // built once every node's OS is known
-  const auto errors =
-      RunReadOnly(*inputs, plan, PlanScope::kConverge, MakeProbePhase(), options.connect, global);
-  const PlanHeader header = HeaderFor(*inputs);
+  auto transport = NodeTransport();
+  LineReporter progress(std::cerr, global.verbosity);
+  const ReadOnlyResult result = PlanAction(*spec, *transport, progress, options.connect.Run());
+  const Plan& plan = result.plan;
+  const auto& errors = result.node_errors;
+  const PlanHeader header = HeaderFor(*spec);
   if (!options.out.empty()) {
     std::ofstream out(options.out);
     out << PlanToJson(plan, header, errors).dump(2) << '\n';
@@ -41,7 +44,7 @@ int RunPlan(const PlanOptions& options, const GlobalOptions& global) {
     TextOptions text;
     text.color = !global.no_color && isatty(STDOUT_FILENO) != 0;
     text.show_ok = !options.hide_ok;
-    std::cout << RenderPlanText(plan, inputs->inventory, errors, text);
+    std::cout << RenderPlanText(plan, spec->inventory, errors, text);
     if (!options.out.empty()) {
       std::cout << "Saved the plan to " << options.out << "; `gpuctl apply " << options.out
                 << "` applies exactly this.\n";

@@ -14,13 +14,13 @@ void SetValidateCommand(CLI::App& app, const GlobalOptions& global, int& exit_co
   auto inventory = std::make_shared<std::string>();
   cmd->add_option("inventory", *inventory, "Inventory YAML file")->required();
   cmd->callback([inventory, &global, &exit_code] {
-    auto inputs = LoadInputs(*inventory, global, std::cerr);
-    if (!inputs) {
+    const auto spec = LoadSpec(*inventory, SpecOptionsFrom(global), std::cerr);
+    if (!spec) {
       exit_code = kExitError;
       return;
     }
-    std::cout << *inventory << ": ok (" << inputs->inventory.nodes.size() << " nodes, "
-              << inputs->catalog.steps().size() << " catalog steps)\n";
+    std::cout << *inventory << ": ok (" << spec->inventory.nodes.size() << " nodes, "
+              << spec->catalog.steps().size() << " catalog steps)\n";
     exit_code = kExitOk;
   });
 }

@@ -8,40 +8,29 @@ namespace {
 
 class ApplyPhase : public Phase {
  public:
-  ApplyPhase(const ApplyOptions& options, std::function<bool(RunContext&)> proceed, bool& proceeded,
-             std::size_t* max_reboots)
-      : options_(options),
-        proceed_(std::move(proceed)),
-        proceeded_(proceeded),
-        max_reboots_(max_reboots) {}
+  ApplyPhase(const ApplyOptions& options, std::size_t* max_reboots)
+      : options_(options), max_reboots_(max_reboots) {}
 
   [[nodiscard]] std::string Title() const override { return "apply"; }
 
   void Run(RunContext& context) override {
-    proceeded_ = proceed_(context);
-    if (proceeded_) {
-      Executor executor(context, options_);
-      executor.Run();
-      if (max_reboots_ != nullptr) {
-        *max_reboots_ = executor.MaxConcurrentReboots();
-      }
+    Executor executor(context, options_);
+    executor.Run();
+    if (max_reboots_ != nullptr) {
+      *max_reboots_ = executor.MaxConcurrentReboots();
     }
   }
 
  private:
   ApplyOptions options_;
-  std::function<bool(RunContext&)> proceed_;
-  bool& proceeded_;
   std::size_t* max_reboots_;
 };
 
 }  // namespace
 
 std::unique_ptr<Phase> MakeApplyPhase(const ApplyOptions& options,
-                                      std::function<bool(RunContext&)> proceed, bool& proceeded,
                                       std::size_t* max_concurrent_reboots) {
-  return std::make_unique<ApplyPhase>(options, std::move(proceed), proceeded,
-                                      max_concurrent_reboots);
+  return std::make_unique<ApplyPhase>(options, max_concurrent_reboots);
 }
 
 }  // namespace gpuctl

@@ -7,27 +7,29 @@ Pipeline& Pipeline::Add(std::unique_ptr<Phase> phase) {
   return *this;
 }
 
-void Pipeline::Run(RunContext& context) {
-  for (auto& phase : phases_) {
-    phase->Prepare(context);
+void Pipeline::Start(RunContext& context) {
+  while (started_ < phases_.size()) {
+    Phase& phase = *phases_[started_++];
+    context.reporter.PhaseStarted(phase.Title());
+    phase.Run(context);
   }
-  auto clean_up = [&] {
-    for (auto it = phases_.rbegin(); it != phases_.rend(); ++it) {
-      (*it)->CleanUp(context);
-    }
-  };
+}
+
+void Pipeline::CleanUp(RunContext& context) {
+  for (std::size_t i = started_; i > cleaned_; --i) {
+    phases_[i - 1]->CleanUp(context);
+  }
+  cleaned_ = started_;
+}
+
+void Pipeline::Run(RunContext& context) {
   try {
-    for (auto& phase : phases_) {
-      if (phase->ShouldRun(context)) {
-        context.reporter.PhaseStarted(phase->Title());
-        phase->Run(context);
-      }
-    }
+    Start(context);
   } catch (...) {
-    clean_up();
+    CleanUp(context);
     throw;
   }
-  clean_up();
+  CleanUp(context);
 }
 
 }  // namespace gpuctl

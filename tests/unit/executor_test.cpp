@@ -172,12 +172,10 @@ class ExecutorTest : public ::testing::Test {
     Catalog catalog = Catalog::FromSteps(steps);
     Plan plan = Plan::Build(inventory, catalog);
     RunContext context(inventory, catalog, plan, transport, quiet, run);
-    bool proceeded = false;
     Pipeline pipeline;
     pipeline.Add(MakeConnectPhase())
         .Add(MakeProbePhase())
-        .Add(MakeApplyPhase(
-            options, [](RunContext&) { return true; }, proceeded, &max_reboots));
+        .Add(MakeApplyPhase(options, &max_reboots));
     pipeline.Run(context);
     errors = context.NodeErrors();
     return plan;
@@ -231,13 +229,11 @@ TEST_F(ExecutorTest, WaitersOnANodeThatFailedBeforeApplyAreBlocked) {
   Catalog catalog = Catalog::FromSteps(steps);
   Plan plan = Plan::Build(inventory, catalog);
   RunContext context(inventory, catalog, plan, transport, quiet);
-  bool proceeded = false;
   Pipeline pipeline;
   pipeline.Add(MakeConnectPhase())
       .Add(MakeProbePhase())
       .Add(std::make_unique<FailNodePhase>("master1"))
-      .Add(MakeApplyPhase(
-          {}, [](RunContext&) { return true; }, proceeded));
+      .Add(MakeApplyPhase({}));
   pipeline.Run(context);
   EXPECT_EQ(plan.Find("worker1", "os.sysctl")->state, ItemState::kApplied);
   EXPECT_EQ(plan.Find("worker1", "k8s.join")->state, ItemState::kBlocked);
@@ -308,12 +304,8 @@ TEST_F(ExecutorTest, FailFastStopsEveryNode) {
   Catalog catalog = Catalog::FromSteps(steps);
   Plan plan = Plan::Build(inventory, catalog);
   RunContext context(inventory, catalog, plan, transport, signal);
-  bool proceeded = false;
   Pipeline pipeline;
-  pipeline.Add(MakeConnectPhase())
-      .Add(MakeProbePhase())
-      .Add(MakeApplyPhase(
-          options, [](RunContext&) { return true; }, proceeded));
+  pipeline.Add(MakeConnectPhase()).Add(MakeProbePhase()).Add(MakeApplyPhase(options));
   pipeline.Run(context);
   EXPECT_EQ(plan.Find("master1", "m.fail")->state, ItemState::kFailed);
   EXPECT_EQ(plan.Find("storage1", "s.second")->state, ItemState::kBlocked);

@@ -48,12 +48,8 @@ TEST(RedactionFlow, SecretsNeverReachPlanJournalOrTerminal) {
     Plan plan = Plan::Build(inventory, catalog);
     RunContext context(inventory, catalog, plan, transport, reporter);
     context.redactor.Add(secret);
-    bool proceeded = false;
     Pipeline pipeline;
-    pipeline.Add(MakeConnectPhase())
-        .Add(MakeProbePhase())
-        .Add(MakeApplyPhase(
-            {}, [](RunContext&) { return true; }, proceeded));
+    pipeline.Add(MakeConnectPhase()).Add(MakeProbePhase()).Add(MakeApplyPhase({}));
     pipeline.Run(context);
     EXPECT_EQ(plan.Find("master1", "k8s.token")->state, ItemState::kFailed);
 

@@ -84,12 +84,10 @@ class StepInputsTest : public ::testing::Test {
     reporter.Add(&journal);
     reporter.Add(&lines);
     RunContext context(inventory, catalog, plan, transport, reporter);
-    bool proceeded = false;
     Pipeline pipeline;
     pipeline.Add(MakeConnectPhase()).Add(MakeProbePhase());
     if (apply) {
-      pipeline.Add(MakeApplyPhase(
-          {}, [](RunContext&) { return true; }, proceeded));
+      pipeline.Add(MakeApplyPhase({}));
     }
     pipeline.Run(context);
     saved_plan = PlanToJson(plan, {}, context.NodeErrors()).dump();

@@ -1,0 +1,38 @@
+#include "gpuctl/action/read_only.h"
+
+#include "gpuctl/phase.h"
+#include "gpuctl/script_trace.h"
+
+namespace gpuctl {
+namespace {
+
+ReadOnlyResult RunReadOnly(Spec& spec, Transport& transport, Reporter& progress,
+                           const RunOptions& options, PlanScope scope,
+                           std::unique_ptr<Phase> last) {
+  ReadOnlyResult result;  // its plan is built once every node's OS is known
+  RunContext context(spec.inventory, spec.catalog, result.plan, transport, progress, options);
+  TraceRedactor(transport, context.redactor);
+  Pipeline pipeline;
+  pipeline.Add(MakeConnectPhase())
+      .Add(MakeIdentifyPhase())
+      .Add(MakePlanPhase(spec.inventory, scope))
+      .Add(std::move(last));
+  pipeline.Run(context);
+  result.node_errors = context.NodeErrors();
+  return result;
+}
+
+}  // namespace
+
+ReadOnlyResult PlanAction(Spec& spec, Transport& transport, Reporter& progress,
+                          const RunOptions& options) {
+  return RunReadOnly(spec, transport, progress, options, PlanScope::kConverge, MakeProbePhase());
+}
+
+ReadOnlyResult CheckAction(Spec& spec, Transport& transport, Reporter& progress,
+                           const RunOptions& options, bool deep) {
+  return RunReadOnly(spec, transport, progress, options,
+                     deep ? PlanScope::kDeepCheck : PlanScope::kConverge, MakeCheckPhase());
+}
+
+}  // namespace gpuctl
