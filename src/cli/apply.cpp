@@ -30,11 +30,10 @@ struct ApplyCliOptions {
 
 bool Confirm() {
   if (isatty(STDIN_FILENO) == 0) {
-    std::cerr << "gpuctl: stdin is not a terminal, so apply cannot ask for confirmation; "
-                 "re-run with --yes to apply without asking\n";
+    std::cerr << CannotConfirmMessage();
     return false;
   }
-  std::cout << "\nApply these changes? Only 'yes' is accepted: " << std::flush;
+  std::cout << ConfirmPrompt() << std::flush;
   std::string answer;
   std::getline(std::cin, answer);
   return answer == "yes";
@@ -78,10 +77,7 @@ int RunApply(const ApplyCliOptions& options, const GlobalOptions& global) {
   bool refused = false;
   const ApplyAction::Prepared& prepared = action.Prepare();
   if (!prepared.drift.empty()) {
-    std::cerr << "gpuctl: refusing the saved plan: the nodes moved since it was made:\n";
-    for (const auto& d : prepared.drift) {
-      std::cerr << "  " << d << '\n';
-    }
+    std::cerr << SavedPlanMovedMessage(prepared.drift);
     refused = true;
   } else {
     std::cout << RenderPlanText(action.plan(), spec->inventory, action.NodeErrors(), text);

@@ -4,6 +4,21 @@
 
 namespace gpuctl {
 
+std::string SavedPlanMovedMessage(const std::vector<std::string>& drift) {
+  std::string out = "gpuctl: refusing the saved plan: the nodes moved since it was made:\n";
+  for (const auto& d : drift) {
+    out += "  " + d + '\n';
+  }
+  return out;
+}
+
+std::string ConfirmPrompt() { return "\nApply these changes? Only 'yes' is accepted: "; }
+
+std::string CannotConfirmMessage() {
+  return "gpuctl: stdin is not a terminal, so apply cannot ask for confirmation; re-run with "
+         "--yes to apply without asking\n";
+}
+
 std::string NothingToApplyMessage(std::size_t failed_nodes) {
   if (failed_nodes == 0) {
     return "\nNo changes. The cluster matches the inventory.\n";

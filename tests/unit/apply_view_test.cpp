@@ -7,6 +7,21 @@
 namespace gpuctl {
 namespace {
 
+TEST(ApplyViewTest, ASavedPlanRefusedAfterProbingListsHowTheNodesMoved) {
+  EXPECT_EQ(SavedPlanMovedMessage({"worker1: os.sysctl was ok, now will change",
+                                   "worker2: was rocky-9, now ubuntu-22.04"}),
+            "gpuctl: refusing the saved plan: the nodes moved since it was made:\n"
+            "  worker1: os.sysctl was ok, now will change\n"
+            "  worker2: was rocky-9, now ubuntu-22.04\n");
+}
+
+TEST(ApplyViewTest, TheConfirmationAsksForYesOrSaysWhyItCannotAsk) {
+  EXPECT_EQ(ConfirmPrompt(), "\nApply these changes? Only 'yes' is accepted: ");
+  EXPECT_EQ(CannotConfirmMessage(),
+            "gpuctl: stdin is not a terminal, so apply cannot ask for confirmation; re-run with "
+            "--yes to apply without asking\n");
+}
+
 TEST(ApplyViewTest, NothingToApplySaysWhetherEveryNodeWasChecked) {
   EXPECT_EQ(NothingToApplyMessage(0), "\nNo changes. The cluster matches the inventory.\n");
   EXPECT_EQ(NothingToApplyMessage(2),

@@ -10,6 +10,16 @@
 
 namespace gpuctl {
 
+// Why a saved plan is refused after probing: each way the nodes moved since
+// it was made (drift.h), one to a line.
+std::string SavedPlanMovedMessage(const std::vector<std::string>& drift);
+
+// The question asked before changing anything; the answer follows on the line.
+std::string ConfirmPrompt();
+
+// Why apply cannot ask, when stdin is not a terminal and --yes was not given.
+std::string CannotConfirmMessage();
+
 // The plan has nothing pending: the cluster matches, or it matches on the
 // reachable nodes and `failed_nodes` could not be checked.
 std::string NothingToApplyMessage(std::size_t failed_nodes);
