@@ -228,8 +228,8 @@ bool Executor::RunItem(const Node& node, PlanItem& item, bool& reboot_pending) {
     return false;
   }
   const Step& step = *context_.catalog.Find(item.step);
-  Prober prober(*connection, context_.reporter, context_.redactor, context_.catalog.prelude(),
-                &context_.inputs, InputUse::kVerify);
+  ScriptRunner runner = context_.RunnerFor(*connection);
+  Prober prober(runner, &context_.inputs, InputUse::kVerify);
   // A step whose outcome was unknown at plan time is probed again now that
   // what it waited for has run: it may need nothing.
   // Probed on a copy: the state is published only through Finish, which
@@ -254,21 +254,15 @@ bool Executor::RunItem(const Node& node, PlanItem& item, bool& reboot_pending) {
     NodeFailed(node, item.step + ": no change for this OS family");
     return false;
   }
-  Command command;
-  command.script = WithPrelude(context_.catalog.prelude(), *change);
-  command.env = item.env;
-  if (std::string why; !context_.inputs.Resolve(step, InputUse::kChange, command.env, why)) {
+  std::map<std::string, std::string> env = item.env;
+  if (std::string why; !context_.inputs.Resolve(step, InputUse::kChange, env, why)) {
     Finish(item, ItemState::kFailed, why);
     NodeFailed(node, fmt::format("{}: {}", item.step, why));
     return false;
   }
-  context_.reporter.CommandStarted(node.name, item.step, Activity::kChange,
-                                   context_.redactor.Apply(*change));
-  CommandResult result = connection->Run(command);
+  const CommandResult result =
+      runner.RunStep(node.name, item.step, Activity::kChange, *change, env);
   context_.inputs.SourceChanged(node.name);  // even a failed change may have done part
-  result.out = context_.redactor.Apply(std::move(result.out));
-  result.err = context_.redactor.Apply(std::move(result.err));
-  context_.reporter.CommandFinished(node.name, item.step, Activity::kChange, result);
   if (result.exit_status != 0) {
     const std::string why = result.timed_out
                                 ? "change timed out"
@@ -284,7 +278,7 @@ bool Executor::RunItem(const Node& node, PlanItem& item, bool& reboot_pending) {
     Command mark;
     mark.script = PendingRebootMark(item.step);
     mark.timeout = std::chrono::seconds(30);
-    if (const CommandResult marked = connection->Run(mark); marked.exit_status != 0) {
+    if (const CommandResult marked = runner.Run(mark); marked.exit_status != 0) {
       spdlog::warn("{}: cannot record the pending reboot for {}: {}", node.name, item.step,
                    Tail(marked.err, 1));
     }
@@ -329,7 +323,7 @@ bool Executor::RebootAndVerify(const Node& node, std::vector<std::size_t>& await
     Command reboot;
     reboot.script = kRebootScript;
     reboot.timeout = std::chrono::seconds(30);
-    connection->Run(reboot);
+    context_.RunnerFor(*connection).Run(reboot);
   }
   context_.DropConnection(node.name);
   context_.inputs.SourceChanged(node.name);
@@ -355,8 +349,8 @@ bool Executor::RebootAndVerify(const Node& node, std::vector<std::size_t>& await
   }
   Connection* connection = context_.ConnectionTo(node.name);
   context_.reporter.Note(node.name, "back after reboot");
-  Prober prober(*connection, context_.reporter, context_.redactor, context_.catalog.prelude(),
-                &context_.inputs, InputUse::kVerify);
+  ScriptRunner runner = context_.RunnerFor(*connection);
+  Prober prober(runner, &context_.inputs, InputUse::kVerify);
   bool all_ok = true;
   for (const std::size_t id : awaiting_verify) {
     PlanItem& item = context_.plan.items()[id];
@@ -395,7 +389,7 @@ bool Executor::WaitForReboot(const Node& node, std::string& last_error) {
       Command check;
       check.script = kRebootedProbe;
       check.timeout = std::chrono::seconds(10);
-      if (connection->Run(check).exit_status == 0) {
+      if (context_.RunnerFor(*connection).Run(check).exit_status == 0) {
         context_.SetConnection(node.name, std::move(connection));
         return true;
       }

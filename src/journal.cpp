@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gpuctl/input_file.h"
-#include "gpuctl/prober.h"
+#include "gpuctl/run/script_runner.h"
 
 namespace gpuctl {
 namespace {

@@ -9,15 +9,6 @@
 namespace gpuctl {
 namespace {
 
-std::string Trim(const std::string& text) {
-  const auto first = text.find_first_not_of(" \t\r\n");
-  if (first == std::string::npos) {
-    return "";
-  }
-  const auto last = text.find_last_not_of(" \t\r\n");
-  return text.substr(first, last - first + 1);
-}
-
 // What a probe printed is kept in plans and journals; cap it so a chatty
 // probe cannot bloat them.
 constexpr std::size_t kMaxObserved = 4096;
@@ -35,7 +26,7 @@ std::string DecidingOutput(const std::string& out, ItemState state) {
   }
   const std::string probe_part = out.substr(0, at);
   const std::string verify_part = out.substr(at + marker.size());
-  if (state == ItemState::kNeedsAttention || Trim(probe_part).empty()) {
+  if (state == ItemState::kNeedsAttention || Trimmed(probe_part).empty()) {
     return verify_part;
   }
   return probe_part;
@@ -142,26 +133,6 @@ CommandResult VerdictResult(const CommandResult& probe, const CommandResult& ver
   return r;
 }
 
-std::string Tail(const std::string& text, std::size_t max_lines) {
-  const std::string trimmed = Trim(text);
-  std::size_t pos = trimmed.size();
-  for (std::size_t lines = 0; lines < max_lines && pos > 0; ++lines) {
-    const auto nl = trimmed.rfind('\n', pos - 1);
-    if (nl == std::string::npos) {
-      return trimmed;
-    }
-    pos = nl;
-  }
-  return pos == 0 ? trimmed : trimmed.substr(pos + 1);
-}
-
-std::string WithPrelude(const std::string& prelude, const std::string& script) {
-  if (prelude.empty()) {
-    return script;
-  }
-  return prelude + "\n# --- step ---\n" + script;
-}
-
 ItemState StateFromProbe(const CommandResult& result, bool alive) {
   if (result.exit_status < 0 && !alive) {
     return ItemState::kUnreachable;
@@ -192,25 +163,16 @@ bool Prober::Verify(const Step& step, PlanItem& item) {
 
 ItemState Prober::Run(const Step& step, PlanItem& item, const std::string& script,
                       Activity activity) {
-  Command command;
-  command.script = WithPrelude(prelude_, script);
-  command.env = item.env;
-  if (!AddInputs(step, item, command.env, activity)) {
+  std::map<std::string, std::string> env = item.env;
+  if (!AddInputs(step, item, env, activity)) {
     return item.state;
   }
-  // -v shows the step's own script; the prelude is the same for every step.
-  reporter_.CommandStarted(item.node, step.id, activity, redactor_.Apply(script));
-  return Record(step, item, connection_.Run(command), activity);
+  return Record(item, runner_.RunStep(item.node, step.id, activity, script, env), activity);
 }
 
-ItemState Prober::Record(const Step& step, PlanItem& item, CommandResult result,
-                         Activity activity) {
-  result.out = redactor_.Apply(std::move(result.out));
-  result.err = redactor_.Apply(std::move(result.err));
-  reporter_.CommandFinished(item.node, step.id, activity, result);
-
-  const ItemState state = StateFromProbe(result, connection_.Alive());
-  item.observed = Trim(DecidingOutput(result.out, state)).substr(0, kMaxObserved);
+ItemState Prober::Record(PlanItem& item, const CommandResult& result, Activity activity) {
+  const ItemState state = StateFromProbe(result, runner_.Alive());
+  item.observed = Trimmed(DecidingOutput(result.out, state)).substr(0, kMaxObserved);
   item.detail.clear();
   if (state == ItemState::kProbeFailed) {
     item.detail = result.timed_out
@@ -233,7 +195,7 @@ bool Prober::AddInputs(const Step& step, PlanItem& item, std::map<std::string, s
     return true;
   }
   item.state = activity == Activity::kProbe ? ItemState::kKnownAfterApply : ItemState::kNeedsChange;
-  item.observed = redactor_.Apply(why);
+  item.observed = runner_.redactor().Apply(why);
   item.detail.clear();
   return false;
 }
@@ -256,14 +218,13 @@ void Prober::RunAll(const std::vector<Target>& all_targets, Activity activity) {
   }
   const std::string nonce = MakeNonce();
   Command command;
-  command.script = BuildBatchScript(prelude_, entries, nonce);
-  const CommandResult batch = connection_.Run(command);
+  command.script = BuildBatchScript(runner_.prelude(), entries, nonce);
+  const CommandResult batch = runner_.Run(command);
   auto results = SplitBatchOutput(batch.out, batch.err, nonce);
-  const bool alive = connection_.Alive();
+  const bool alive = runner_.Alive();
   for (std::size_t i = 0; i < targets.size(); ++i) {
     const auto& t = targets[i];
-    reporter_.CommandStarted(t.item->node, t.step->id, activity,
-                             redactor_.Apply(entries[i].script));
+    runner_.Started(t.item->node, t.step->id, activity, entries[i].script);
     auto it = results.find(t.item->id);
     CommandResult result;
     if (it != results.end()) {
@@ -273,7 +234,8 @@ void Prober::RunAll(const std::vector<Target>& all_targets, Activity activity) {
       result.timed_out = batch.timed_out;
       result.err = batch.err.substr(batch.err.rfind('\n', batch.err.size() - 1) + 1);
     }
-    t.item->state = Record(*t.step, *t.item, std::move(result), activity);
+    t.item->state = Record(
+        *t.item, runner_.Finished(t.item->node, t.step->id, activity, std::move(result)), activity);
     if (it == results.end() && !alive) {
       t.item->state = ItemState::kUnreachable;
       t.item->detail = "connection lost";

@@ -1,14 +1,12 @@
 #include "gpuctl/step_inputs.h"
 
-#include <limits>
 #include <sstream>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "gpuctl/params.h"
-#include "gpuctl/prober.h"
-#include "gpuctl/run_context.h"
+#include "gpuctl/run/script_runner.h"
 
 namespace gpuctl {
 
@@ -22,7 +20,7 @@ void StepInputs::Close() {
 
 bool StepInputs::Resolve(const Step& step, InputUse use, std::map<std::string, std::string>& env,
                          std::string& why) {
-  for (const auto& [name, value] : SecretEnvironment(step.secrets, context_.inventory)) {
+  for (const auto& [name, value] : SecretEnvironment(step.secrets, inventory_)) {
     RedactSecret(value);
     env[name] = value;
   }
@@ -30,7 +28,7 @@ bool StepInputs::Resolve(const Step& step, InputUse use, std::map<std::string, s
     if (input.secret && use != InputUse::kChange) {
       continue;
     }
-    const auto sources = context_.inventory.WithRole(input.from);
+    const auto sources = inventory_.WithRole(input.from);
     if (sources.empty()) {
       why = fmt::format("input '{}': no node holds the role {}", input.name, ToString(input.from));
       return false;
@@ -107,18 +105,16 @@ bool StepInputs::Fetch(const Node& node, const StepInput& input, std::string& va
     source = slot;
   }
   std::lock_guard lock(source->mutex);
-  Command command;
-  command.script = WithPrelude(context_.catalog.prelude(), input.script);
-  command.env["GPUCTL_OS_FAMILY"] = ToString(node.os.family);
+  const std::map<std::string, std::string> env = {{"GPUCTL_OS_FAMILY", ToString(node.os.family)}};
   CommandResult result;
   // A connection kept from earlier in the run is found dead only when used
   // (the node rebooted since, say): then connect again, once.
   for (int attempt = 0; attempt < 2; ++attempt) {
     if (!source->connection || !source->connection->Alive()) {
       Endpoint endpoint = Endpoint::For(node);
-      endpoint.trust_on_first_use = context_.options.trust_new_host_keys;
+      endpoint.trust_on_first_use = trust_new_host_keys_;
       try {
-        source->connection = context_.transport.Connect(endpoint);
+        source->connection = transport_.Connect(endpoint);
       } catch (const std::exception& e) {
         source->connection.reset();
         why =
@@ -127,7 +123,8 @@ bool StepInputs::Fetch(const Node& node, const StepInput& input, std::string& va
       }
     }
     spdlog::debug("{}: reading input '{}' for a step", node.name, input.name);
-    result = source->connection->Run(command);
+    result = ScriptRunner(*source->connection, reporter_, redactor_, prelude_)
+                 .RunWithPrelude(input.script, env);
     if (result.exit_status != -1 || source->connection->Alive()) {
       break;
     }
@@ -139,12 +136,12 @@ bool StepInputs::Fetch(const Node& node, const StepInput& input, std::string& va
     RedactSecret(result.out);
   }
   if (result.exit_status != 0) {
-    const std::string err = context_.redactor.Apply(Tail(result.err, 1));
+    const std::string err = redactor_.Apply(Tail(result.err, 1));
     why = fmt::format("input '{}' from {} is not available yet (exit {}){}{}", input.name,
                       node.name, result.exit_status, err.empty() ? "" : ": ", err);
     return false;
   }
-  value = Tail(result.out, std::numeric_limits<std::size_t>::max());
+  value = Trimmed(result.out);
   return true;
 }
 
@@ -152,13 +149,13 @@ void StepInputs::RedactSecret(const std::string& value) {
   // Shorter words are command names and flags; an address with its port is
   // 16 at most for IPv4. Redacting a longer harmless word costs little.
   constexpr std::size_t kSecretWord = 17;
-  context_.redactor.Add(Tail(value, std::numeric_limits<std::size_t>::max()));
+  redactor_.Add(Trimmed(value));
   std::size_t start = 0;
   while (start < value.size()) {
     const std::size_t end = value.find_first_of(" \t\r\n\\", start);
     const std::size_t stop = end == std::string::npos ? value.size() : end;
     if (stop - start >= kSecretWord) {
-      context_.redactor.Add(value.substr(start, stop - start));
+      redactor_.Add(value.substr(start, stop - start));
     }
     start = stop + 1;
   }

@@ -10,6 +10,7 @@
 #include "gpuctl/plan.h"
 #include "gpuctl/redact.h"
 #include "gpuctl/reporter.h"
+#include "gpuctl/run/script_runner.h"
 #include "gpuctl/step_inputs.h"
 #include "gpuctl/transport.h"
 
@@ -19,14 +20,9 @@ class Prober {
  public:
   // `inputs` (optional) supplies the values steps read from other nodes and
   // their secrets; without it those variables are simply unset.
-  Prober(Connection& connection, Reporter& reporter, const Redactor& redactor,
-         const std::string& prelude, StepInputs* inputs = nullptr, InputUse use = InputUse::kPlan)
-      : connection_(connection),
-        reporter_(reporter),
-        redactor_(redactor),
-        prelude_(prelude),
-        inputs_(inputs),
-        use_(use) {}
+  explicit Prober(ScriptRunner& runner, StepInputs* inputs = nullptr,
+                  InputUse use = InputUse::kPlan)
+      : runner_(runner), inputs_(inputs), use_(use) {}
 
   // Runs the step's verdict script (VerdictScript) and records the outcome in
   // `item` (state, observed, detail). Returns the new state.
@@ -47,16 +43,14 @@ class Prober {
 
  private:
   ItemState Run(const Step& step, PlanItem& item, const std::string& script, Activity activity);
-  ItemState Record(const Step& step, PlanItem& item, CommandResult result, Activity activity);
+  // The state a (redacted, reported) result gives `item`, with what it saw.
+  ItemState Record(PlanItem& item, const CommandResult& result, Activity activity);
   // Adds the step's inputs and secrets to `env`; when one cannot be read,
   // records that on the item (known after apply for a probe, a mismatch for
   // a verification) and returns false.
   bool AddInputs(const Step& step, PlanItem& item, std::map<std::string, std::string>& env,
                  Activity activity);
-  Connection& connection_;
-  Reporter& reporter_;
-  const Redactor& redactor_;
-  const std::string& prelude_;
+  ScriptRunner& runner_;
   StepInputs* inputs_;
   InputUse use_;
 };
@@ -88,14 +82,8 @@ bool ParseVerdictScript(const std::string& script, std::string& probe, std::stri
 // (`probe`) and whose verification then gave `verify`.
 CommandResult VerdictResult(const CommandResult& probe, const CommandResult& verify);
 
-// The full text sent to a node: the catalog's prelude, then the script.
-std::string WithPrelude(const std::string& prelude, const std::string& script);
-
 // Maps a probe's exit status to an item state; `alive` tells a lost
 // connection apart from a failing probe.
 ItemState StateFromProbe(const CommandResult& result, bool alive);
-
-// The last lines of a command's output, for messages and the journal.
-std::string Tail(const std::string& text, std::size_t max_lines = 12);
 
 }  // namespace gpuctl

@@ -15,6 +15,7 @@
 #include "gpuctl/plan.h"
 #include "gpuctl/redact.h"
 #include "gpuctl/reporter.h"
+#include "gpuctl/run/script_runner.h"
 #include "gpuctl/step_inputs.h"
 #include "gpuctl/transport.h"
 
@@ -43,13 +44,21 @@ class RunContext {
   Reporter& reporter;
   RunOptions options;
   Redactor redactor;
-  StepInputs inputs{*this};  // values steps read from other nodes, and secrets
+  // Values steps read from other nodes, and secrets.
+  StepInputs inputs{inventory, catalog.prelude(), transport,
+                    redactor,  reporter,          options.trust_new_host_keys};
 
   // The node's open connection, or nullptr if it has none (never connected,
   // or failed). Each node's connection is used by one thread at a time.
   Connection* ConnectionTo(const std::string& node);
   void SetConnection(const std::string& node, std::unique_ptr<Connection> connection);
   void DropConnection(const std::string& node);
+
+  // How this run's scripts reach the node on `connection` (its prelude, its
+  // reporter, its redactor).
+  [[nodiscard]] ScriptRunner RunnerFor(Connection& connection) {
+    return ScriptRunner(connection, reporter, redactor, catalog.prelude());
+  }
 
   // Marks the node failed: later phases skip it. The first error is kept.
   void FailNode(const std::string& node, const std::string& error);

@@ -15,11 +15,12 @@
 #include <string>
 
 #include "gpuctl/catalog.h"
+#include "gpuctl/inventory.h"
+#include "gpuctl/redact.h"
+#include "gpuctl/reporter.h"
 #include "gpuctl/transport.h"
 
 namespace gpuctl {
-
-class RunContext;
 
 // Which script the values are for. A non-secret input is read once and kept
 // until its source node runs a change, reboots or hands out a secret input
@@ -35,7 +36,16 @@ enum class InputUse {
 
 class StepInputs {
  public:
-  explicit StepInputs(RunContext& context) : context_(context) {}
+  // Inputs are read with `prelude` before their scripts, over connections
+  // of their own from `transport`; secrets are registered with `redactor`.
+  StepInputs(const Inventory& inventory, const std::string& prelude, Transport& transport,
+             Redactor& redactor, Reporter& reporter, bool trust_new_host_keys)
+      : inventory_(inventory),
+        prelude_(prelude),
+        transport_(transport),
+        redactor_(redactor),
+        reporter_(reporter),
+        trust_new_host_keys_(trust_new_host_keys) {}
   ~StepInputs();
   StepInputs(const StepInputs&) = delete;
   StepInputs& operator=(const StepInputs&) = delete;
@@ -63,7 +73,12 @@ class StepInputs {
   bool Read(const Node& source, const StepInput& input, std::string& value, std::string& why);
   bool Fetch(const Node& node, const StepInput& input, std::string& value, std::string& why);
 
-  RunContext& context_;
+  const Inventory& inventory_;
+  const std::string& prelude_;
+  Transport& transport_;
+  Redactor& redactor_;
+  Reporter& reporter_;
+  bool trust_new_host_keys_;
   std::mutex mutex_;  // guards sources_ and cache_
   std::map<std::string, std::shared_ptr<Source>> sources_;
   std::map<std::string, std::string> cache_;  // "node/input" -> value (non-secret only)

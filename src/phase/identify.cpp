@@ -30,7 +30,7 @@ class IdentifyPhase : public Phase {
     // Reading a small file: a node that takes longer is not well enough to
     // be worked on, and the run should not hang on it for the step timeout.
     command.timeout = std::chrono::seconds(node.ssh.connect_timeout_s);
-    const CommandResult result = connection->Run(command);
+    const CommandResult result = context.RunnerFor(*connection).Run(command);
     if (result.exit_status != 0) {
       const std::string why = result.err.empty() ? fmt::format("exit {}", result.exit_status)
                                                  : result.err.substr(0, result.err.find('\n'));

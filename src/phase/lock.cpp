@@ -52,13 +52,14 @@ class LockPhase : public Phase {
       if (connection == nullptr) {
         return;
       }
-      CommandResult r = connection->Run(Script(kTakeScript, break_lock_));
+      ScriptRunner runner = context.RunnerFor(*connection);
+      CommandResult r = runner.Run(Script(kTakeScript, break_lock_));
       if (r.exit_status == 1 && HolderIsGoneFromThisHost(r.out)) {
         // Left by a run on this machine that has exited (it lost the node
         // before it could unlock): no one else can be using it.
         context.reporter.Note(
             node.name, "taking over a lock left by a run that has exited (" + Flatten(r.out) + ")");
-        r = connection->Run(Script(kTakeScript, true));
+        r = runner.Run(Script(kTakeScript, true));
       }
       spdlog::debug("{}: lock script exited {}", node.name, r.exit_status);
       if (r.exit_status == 0) {
@@ -87,7 +88,7 @@ class LockPhase : public Phase {
     }
     ParallelEach(locked.size(), context.options.concurrency, [&](std::size_t i) {
       if (Connection* connection = context.ConnectionTo(locked[i])) {
-        connection->Run(Script(kReleaseScript, false));
+        context.RunnerFor(*connection).Run(Script(kReleaseScript, false));
       }
     });
   }

@@ -28,8 +28,8 @@ class ProbePhase : public Phase {
     if (connection == nullptr) {
       return;
     }
-    Prober prober(*connection, context.reporter, context.redactor, context.catalog.prelude(),
-                  &context.inputs, InputUse::kPlan);
+    ScriptRunner runner = context.RunnerFor(*connection);
+    Prober prober(runner, &context.inputs, InputUse::kPlan);
     std::vector<Prober::Target> targets;
     for (const std::size_t id : context.plan.ItemsOf(node.name)) {
       PlanItem& item = context.plan.items()[id];

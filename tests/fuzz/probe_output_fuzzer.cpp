@@ -100,7 +100,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   gpuctl::Redactor redactor;
   redactor.Add("fuzz-secret-token");
   const std::string prelude = "set -u";
-  gpuctl::Prober prober(connection, reporter, redactor, prelude);
+  gpuctl::ScriptRunner runner(connection, reporter, redactor, prelude);
+  gpuctl::Prober prober(runner);
   std::vector<gpuctl::Prober::Target> targets;
   for (std::size_t i = 0; i < steps.size(); ++i) {
     targets.push_back({&steps[i], &plan.items()[i]});

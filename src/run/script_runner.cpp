@@ -1,0 +1,62 @@
+#include "gpuctl/run/script_runner.h"
+
+namespace gpuctl {
+
+std::string WithPrelude(const std::string& prelude, const std::string& script) {
+  if (prelude.empty()) {
+    return script;
+  }
+  return prelude + "\n# --- step ---\n" + script;
+}
+
+std::string Trimmed(const std::string& text) {
+  const auto first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos) {
+    return "";
+  }
+  return text.substr(first, text.find_last_not_of(" \t\r\n") - first + 1);
+}
+
+std::string Tail(const std::string& text, std::size_t max_lines) {
+  const std::string trimmed = Trimmed(text);
+  std::size_t pos = trimmed.size();
+  for (std::size_t lines = 0; lines < max_lines && pos > 0; ++lines) {
+    const auto nl = trimmed.rfind('\n', pos - 1);
+    if (nl == std::string::npos) {
+      return trimmed;
+    }
+    pos = nl;
+  }
+  return pos == 0 ? trimmed : trimmed.substr(pos + 1);
+}
+
+CommandResult ScriptRunner::RunStep(const std::string& node, const std::string& step,
+                                    Activity activity, const std::string& script,
+                                    const std::map<std::string, std::string>& env) {
+  // -v shows the step's own script; the prelude is the same for every step.
+  Started(node, step, activity, script);
+  return Finished(node, step, activity, RunWithPrelude(script, env));
+}
+
+void ScriptRunner::Started(const std::string& node, const std::string& step, Activity activity,
+                           const std::string& script) {
+  reporter_.CommandStarted(node, step, activity, redactor_.Apply(script));
+}
+
+CommandResult ScriptRunner::Finished(const std::string& node, const std::string& step,
+                                     Activity activity, CommandResult result) {
+  result.out = redactor_.Apply(std::move(result.out));
+  result.err = redactor_.Apply(std::move(result.err));
+  reporter_.CommandFinished(node, step, activity, result);
+  return result;
+}
+
+CommandResult ScriptRunner::RunWithPrelude(const std::string& script,
+                                           const std::map<std::string, std::string>& env) {
+  Command command;
+  command.script = WithPrelude(prelude_, script);
+  command.env = env;
+  return connection_.Run(command);
+}
+
+}  // namespace gpuctl
