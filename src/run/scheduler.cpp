@@ -13,8 +13,31 @@ Scheduler::Scheduler(SchedulerLimits limits, std::vector<ScheduledItem> items,
       failed_nodes_(std::move(failed_nodes)),
       slots_free_(limits.concurrency) {}
 
+namespace {
+
+// Counts a call as waiting while it is held, and says so to AwaitWaiting.
+class HeldWaiting {
+ public:
+  HeldWaiting(std::size_t& waiting, std::condition_variable& changed) : waiting_(waiting) {
+    ++waiting_;
+    changed.notify_all();
+  }
+  ~HeldWaiting() { --waiting_; }
+  HeldWaiting(const HeldWaiting&) = delete;
+  HeldWaiting& operator=(const HeldWaiting&) = delete;
+
+ private:
+  std::size_t& waiting_;
+};
+
+}  // namespace
+
 template <typename Predicate>
 void Scheduler::WaitUntil(std::unique_lock<std::mutex>& lock, Predicate ready) {
+  if (ready()) {
+    return;
+  }
+  const HeldWaiting held(waiting_, changed_);
   // Woken by every state change; the timeout is only for the interrupt flag,
   // which a signal handler sets without being able to notify.
   while (!changed_.wait_for(lock, std::chrono::milliseconds(200), ready)) {
@@ -23,6 +46,11 @@ void Scheduler::WaitUntil(std::unique_lock<std::mutex>& lock, Predicate ready) {
       return;
     }
   }
+}
+
+bool Scheduler::AwaitWaiting(std::size_t count, std::chrono::seconds limit) {
+  std::unique_lock lock(mutex_);
+  return changed_.wait_for(lock, limit, [&] { return waiting_ >= count; });
 }
 
 bool Scheduler::Stopping() const {
@@ -146,8 +174,9 @@ bool Scheduler::EnterRebootBatch(const std::string& node) {
   }
   // Even when the run is stopping: a step reaching this node is in flight,
   // and the reboot must not cut it off. Such steps end on their own.
-  while (!unreached()) {
-    changed_.wait(lock);
+  if (!unreached()) {
+    const HeldWaiting held(waiting_, changed_);
+    changed_.wait(lock, unreached);
   }
   if (Stopping()) {
     return false;

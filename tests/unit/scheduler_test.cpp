@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <future>
 #include <mutex>
 #include <string>
@@ -16,20 +17,16 @@ namespace {
 
 using Verdict = Admission::Verdict;
 
-// Runs `wait` (a call that should wait) on its own thread, then `release`
-// (the change of scheduler state that should end the wait) on this one.
-// Returns what `wait` returned, and whether it returned only after the
-// release began: a call that did not wait may see false.
+// Runs `wait` (a call that should wait) on its own thread and, once the
+// scheduler holds it waiting, `release` (the change of scheduler state that
+// should end the wait) on this one. Returns what `wait` returned, and whether
+// it was held at all (the limit only keeps a broken scheduler from hanging).
 template <typename Wait, typename Release>
-auto WaitThenRelease(Wait wait, Release release) {
-  std::atomic<bool> released{false};
-  auto waiter = std::async(std::launch::async, [&] {
-    auto result = wait();
-    return std::pair{result, released.load()};
-  });
-  released = true;
+auto WaitThenRelease(Scheduler& scheduler, Wait wait, Release release) {
+  auto waiter = std::async(std::launch::async, wait);
+  const bool waited = scheduler.AwaitWaiting(1, std::chrono::seconds(30));
   release();
-  return waiter.get();
+  return std::pair{waiter.get(), waited};
 }
 
 // Items a0 and b0 on nodes a and b; b1 on b waits for a0; a1 on a waits for a0.
@@ -58,18 +55,18 @@ TEST(Scheduler, AnItemWithoutDependenciesStartsAtOnce) {
 
 TEST(Scheduler, AnItemWaitingOnAnotherNodeStartsOnceThatItemIsDone) {
   Scheduler scheduler(Limits(), TwoNodes(), {});
-  const auto [admission, waited] =
-      WaitThenRelease([&] { return scheduler.WaitToStart(kB1, {"a"}); },
-                      [&] { scheduler.Settle(kA0, Progress::kDone); });
+  const auto [admission, waited] = WaitThenRelease(
+      scheduler, [&] { return scheduler.WaitToStart(kB1, {"a"}); },
+      [&] { scheduler.Settle(kA0, Progress::kDone); });
   EXPECT_EQ(admission.verdict, Verdict::kGo);
   EXPECT_TRUE(waited);
 }
 
 TEST(Scheduler, AnItemWaitingOnAnotherNodeIsBlockedWhenThatItemFails) {
   Scheduler scheduler(Limits(), TwoNodes(), {});
-  const auto [admission, waited] =
-      WaitThenRelease([&] { return scheduler.WaitToStart(kB1, {"a"}); },
-                      [&] { scheduler.Settle(kA0, Progress::kDead); });
+  const auto [admission, waited] = WaitThenRelease(
+      scheduler, [&] { return scheduler.WaitToStart(kB1, {"a"}); },
+      [&] { scheduler.Settle(kA0, Progress::kDead); });
   EXPECT_EQ(admission.verdict, Verdict::kDeadItem);
   EXPECT_TRUE(waited);
   EXPECT_EQ(admission.blocker, kA0);
@@ -82,8 +79,8 @@ TEST(Scheduler, AnItemOnAFailedNodeBlocksItsWaiters) {
 
   // Failing while b1 waits.
   Scheduler during(Limits(), TwoNodes(), {});
-  const auto [admission, waited] = WaitThenRelease([&] { return during.WaitToStart(kB1, {"a"}); },
-                                                   [&] { during.NodeFailed("a"); });
+  const auto [admission, waited] = WaitThenRelease(
+      during, [&] { return during.WaitToStart(kB1, {"a"}); }, [&] { during.NodeFailed("a"); });
   EXPECT_EQ(admission.verdict, Verdict::kFailedNode);
   EXPECT_TRUE(waited);
   EXPECT_EQ(admission.blocker, kA0);
@@ -94,9 +91,9 @@ TEST(Scheduler, AChangeAwaitingItsRebootCountsAsDoneOnlyOnItsOwnNode) {
   scheduler.Settle(kA0, Progress::kChangedUnproven);
   // a1 joins a0's reboot; b1 waits until the reboot proved a0.
   EXPECT_EQ(scheduler.WaitToStart(kA1, {}).verdict, Verdict::kGo);
-  const auto [admission, waited] =
-      WaitThenRelease([&] { return scheduler.WaitToStart(kB1, {"a"}); },
-                      [&] { scheduler.Settle(kA0, Progress::kDone); });
+  const auto [admission, waited] = WaitThenRelease(
+      scheduler, [&] { return scheduler.WaitToStart(kB1, {"a"}); },
+      [&] { scheduler.Settle(kA0, Progress::kDone); });
   EXPECT_EQ(admission.verdict, Verdict::kGo);
   EXPECT_TRUE(waited);
 }
@@ -105,7 +102,8 @@ TEST(Scheduler, AnItemDoesNotStartWhileANodeItReachesIsDown) {
   Scheduler scheduler(Limits(), TwoNodes(), {});
   ASSERT_TRUE(scheduler.EnterRebootBatch("b"));
   const auto [admission, waited] = WaitThenRelease(
-      [&] { return scheduler.WaitToStart(kA0, {"b"}); }, [&] { scheduler.LeaveRebootBatch("b"); });
+      scheduler, [&] { return scheduler.WaitToStart(kA0, {"b"}); },
+      [&] { scheduler.LeaveRebootBatch("b"); });
   EXPECT_EQ(admission.verdict, Verdict::kGo);
   EXPECT_TRUE(waited);
 }
@@ -113,8 +111,9 @@ TEST(Scheduler, AnItemDoesNotStartWhileANodeItReachesIsDown) {
 TEST(Scheduler, ANodeDoesNotGoDownUnderAnItemReachingIt) {
   Scheduler scheduler(Limits(), TwoNodes(), {});
   ASSERT_EQ(scheduler.WaitToStart(kA0, {"b"}).verdict, Verdict::kGo);
-  const auto [entered, waited] = WaitThenRelease([&] { return scheduler.EnterRebootBatch("b"); },
-                                                 [&] { scheduler.ReleaseReach(kA0); });
+  const auto [entered, waited] = WaitThenRelease(
+      scheduler, [&] { return scheduler.EnterRebootBatch("b"); },
+      [&] { scheduler.ReleaseReach(kA0); });
   EXPECT_TRUE(entered);
   EXPECT_TRUE(waited);
 }
@@ -122,8 +121,8 @@ TEST(Scheduler, ANodeDoesNotGoDownUnderAnItemReachingIt) {
 TEST(Scheduler, SlotsBoundHowManyItemsRunAtOnce) {
   Scheduler scheduler(Limits(/*concurrency=*/1), TwoNodes(), {});
   ASSERT_TRUE(scheduler.TakeSlot());
-  const auto [taken, waited] =
-      WaitThenRelease([&] { return scheduler.TakeSlot(); }, [&] { scheduler.ReturnSlot(); });
+  const auto [taken, waited] = WaitThenRelease(
+      scheduler, [&] { return scheduler.TakeSlot(); }, [&] { scheduler.ReturnSlot(); });
   EXPECT_TRUE(taken);
   EXPECT_TRUE(waited);
 }
@@ -134,8 +133,9 @@ TEST(Scheduler, ABatchAdmitsUpToItsSizeAndTheNextWaitsForAllOfIt) {
   ASSERT_TRUE(scheduler.EnterRebootBatch("n2"));
   EXPECT_EQ(scheduler.MaxConcurrentReboots(), 2U);
   scheduler.LeaveRebootBatch("n1");  // n2 is still down: the batch stays closed
-  const auto [entered, waited] = WaitThenRelease([&] { return scheduler.EnterRebootBatch("n3"); },
-                                                 [&] { scheduler.LeaveRebootBatch("n2"); });
+  const auto [entered, waited] = WaitThenRelease(
+      scheduler, [&] { return scheduler.EnterRebootBatch("n3"); },
+      [&] { scheduler.LeaveRebootBatch("n2"); });
   EXPECT_TRUE(entered);
   EXPECT_TRUE(waited);
   EXPECT_EQ(scheduler.MaxConcurrentReboots(), 2U);
@@ -176,8 +176,8 @@ TEST(Scheduler, ManyNodesRebootingTogetherNeverExceedTheBatch) {
 TEST(Scheduler, StopCancelsARebootWaitingForItsBatch) {
   Scheduler scheduler(Limits(4, /*batch=*/1), TwoNodes(), {});
   ASSERT_TRUE(scheduler.EnterRebootBatch("n1"));
-  const auto [entered, waited] = WaitThenRelease([&] { return scheduler.EnterRebootBatch("n2"); },
-                                                 [&] { scheduler.StopAll(); });
+  const auto [entered, waited] = WaitThenRelease(
+      scheduler, [&] { return scheduler.EnterRebootBatch("n2"); }, [&] { scheduler.StopAll(); });
   EXPECT_FALSE(entered);
   EXPECT_TRUE(waited);
   EXPECT_EQ(scheduler.MaxConcurrentReboots(), 1U);
@@ -190,8 +190,8 @@ TEST(Scheduler, AnInterruptCancelsARebootWaitingForItsBatch) {
   Scheduler scheduler(limits, TwoNodes(), {});
   ASSERT_TRUE(scheduler.EnterRebootBatch("n1"));
   // As the signal handler does: the flag alone, no notification.
-  const auto [entered, waited] = WaitThenRelease([&] { return scheduler.EnterRebootBatch("n2"); },
-                                                 [&] { interrupted = true; });
+  const auto [entered, waited] = WaitThenRelease(
+      scheduler, [&] { return scheduler.EnterRebootBatch("n2"); }, [&] { interrupted = true; });
   EXPECT_FALSE(entered);
   EXPECT_TRUE(waited);
 }
@@ -199,7 +199,7 @@ TEST(Scheduler, AnInterruptCancelsARebootWaitingForItsBatch) {
 TEST(Scheduler, StopEndsAnItemsWaitForItsDependencies) {
   Scheduler scheduler(Limits(), TwoNodes(), {});
   const auto [admission, waited] = WaitThenRelease(
-      [&] { return scheduler.WaitToStart(kB1, {"a"}); }, [&] { scheduler.StopAll(); });
+      scheduler, [&] { return scheduler.WaitToStart(kB1, {"a"}); }, [&] { scheduler.StopAll(); });
   EXPECT_EQ(admission.verdict, Verdict::kStopped);
   EXPECT_TRUE(waited);
 }

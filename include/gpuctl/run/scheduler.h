@@ -12,6 +12,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <map>
@@ -96,6 +97,11 @@ class Scheduler {
   // No new item or reboot starts once this is true; running ones finish.
   [[nodiscard]] bool Stopping() const;
 
+  // Blocks until at least `count` calls are held waiting (not just passing
+  // through), or `limit` passes: a test knows a call really waits before it
+  // releases it. False when the limit passed.
+  bool AwaitWaiting(std::size_t count, std::chrono::seconds limit);
+
  private:
   template <typename Predicate>
   void WaitUntil(std::unique_lock<std::mutex>& lock, Predicate ready);
@@ -119,6 +125,7 @@ class Scheduler {
   bool batch_open_ = true;
   std::size_t rebooting_ = 0;  // still down or not yet verified
   std::size_t max_rebooting_ = 0;
+  std::size_t waiting_ = 0;  // calls held in a wait now
 };
 
 }  // namespace gpuctl
