@@ -1,4 +1,5 @@
 #include "gpuctl/cuda_compat.h"
+#include "gpuctl/text.h"
 
 #include <algorithm>
 #include <charconv>
@@ -102,8 +103,8 @@ CudaDriverCheck CheckCudaDriver(std::string_view cuda, std::string_view driver) 
                               [&](const CudaRelease& r) { return r.version == major_minor; });
   auto cuda_parts = Components(cuda);
   if (release == releases.end() || !cuda_parts) {
-    return {CudaDriverFit::kUnknownCuda, fmt::format("unknown CUDA version '{}'; known: {}", cuda,
-                                                     yaml::Join(KnownCudaVersions()))};
+    return {CudaDriverFit::kUnknownCuda,
+            fmt::format("unknown CUDA version '{}'; known: {}", cuda, Join(KnownCudaVersions()))};
   }
   const char* what = driver_parts->size() == 1 ? "driver branch" : "driver";
   if (AtLeast(*driver_parts, release->min_driver)) {

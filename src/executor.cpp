@@ -148,7 +148,7 @@ void Executor::WalkNode(const Node& node) {
       }
     }
   }
-  if (reboot_pending && !context_.NodeFailed(node.name)) {
+  if (reboot_pending && !context_.IsFailed(node.name)) {
     RebootAndVerify(node, awaiting_verify);
   }
   // Whatever this walker did not reach is blocked, so dependents stop waiting.
@@ -224,7 +224,7 @@ bool Executor::RunItem(const Node& node, PlanItem& item, bool& reboot_pending) {
   Connection* connection = context_.ConnectionTo(node.name);
   if (connection == nullptr) {
     Finish(item, ItemState::kFailed, "no connection to the node");
-    NodeFailed(node, "no connection to the node");
+    FailNode(node, "no connection to the node");
     return false;
   }
   const Step& step = *context_.catalog.Find(item.step);
@@ -244,20 +244,20 @@ bool Executor::RunItem(const Node& node, PlanItem& item, bool& reboot_pending) {
     }
     if (now != ItemState::kNeedsChange && now != ItemState::kKnownAfterApply) {
       Finish(item, ItemState::kFailed, probed.detail);
-      NodeFailed(node, fmt::format("{}: {}", item.step, probed.detail));
+      FailNode(node, fmt::format("{}: {}", item.step, probed.detail));
       return false;
     }
   }
   const std::string* change = step.ChangeFor(node.os.family);
   if (change == nullptr) {
     Finish(item, ItemState::kFailed, "no change defined for " + ToString(node.os.family));
-    NodeFailed(node, item.step + ": no change for this OS family");
+    FailNode(node, item.step + ": no change for this OS family");
     return false;
   }
   std::map<std::string, std::string> env = item.env;
   if (std::string why; !context_.inputs.Resolve(step, InputUse::kChange, env, why)) {
     Finish(item, ItemState::kFailed, why);
-    NodeFailed(node, fmt::format("{}: {}", item.step, why));
+    FailNode(node, fmt::format("{}: {}", item.step, why));
     return false;
   }
   const CommandResult result =
@@ -269,7 +269,7 @@ bool Executor::RunItem(const Node& node, PlanItem& item, bool& reboot_pending) {
                                 : fmt::format("change exited {}: {}", result.exit_status,
                                               ExplainFailure(result.out, result.err, 6));
     Finish(item, ItemState::kFailed, why);
-    NodeFailed(node, fmt::format("{}: {}", item.step, why));
+    FailNode(node, fmt::format("{}: {}", item.step, why));
     return false;
   }
   if (step.reboot) {
@@ -289,7 +289,7 @@ bool Executor::RunItem(const Node& node, PlanItem& item, bool& reboot_pending) {
     const std::string why =
         "verification failed: " + (item.detail.empty() ? Tail(item.observed, 3) : item.detail);
     Finish(item, ItemState::kFailed, why);
-    NodeFailed(node, fmt::format("{}: {}", item.step, why));
+    FailNode(node, fmt::format("{}: {}", item.step, why));
     return false;
   }
   Finish(item, ItemState::kApplied, "");
@@ -343,7 +343,7 @@ bool Executor::RebootAndVerify(const Node& node, std::vector<std::size_t>& await
     if (interrupted) {
       context_.reporter.Note(node.name, "rebooting, not yet back (the run stopped)");
     } else {
-      NodeFailed(node, why);
+      FailNode(node, why);
     }
     return false;
   }
@@ -362,7 +362,7 @@ bool Executor::RebootAndVerify(const Node& node, std::vector<std::size_t>& await
                               (item.detail.empty() ? Tail(item.observed, 3) : item.detail);
       Finish(item, ItemState::kFailed, why);
       if (all_ok) {
-        NodeFailed(node, fmt::format("{}: {}", item.step, why));
+        FailNode(node, fmt::format("{}: {}", item.step, why));
       }
       all_ok = false;
     }
@@ -422,7 +422,7 @@ void Executor::Finish(PlanItem& item, ItemState state, const std::string& detail
   scheduler_.Settle(item.id, ProgressOf(state));
 }
 
-void Executor::NodeFailed(const Node& node, const std::string& error) {
+void Executor::FailNode(const Node& node, const std::string& error) {
   context_.FailNode(node.name, error);
   scheduler_.NodeFailed(node.name);
   // Reported only once the stop is in force: whoever hears of the failure

@@ -1,4 +1,5 @@
 #include "gpuctl/inventory.h"
+#include "gpuctl/text.h"
 
 #include <algorithm>
 #include <array>
@@ -167,7 +168,7 @@ std::optional<std::string> SecretKeyAdvice(const std::string& key,
     return fmt::format("{}'{}_env'", prefix, key);
   }
   if (!env_keys.empty()) {
-    return prefix + yaml::Join(env_keys, " or ");
+    return prefix + Join(env_keys, " or ");
   }
   return prefix + "a *_env key (ssh.become_password_env, slurm.munge_key_env)";
 }

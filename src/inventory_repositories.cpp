@@ -88,7 +88,7 @@ void CheckAirGappedRepositories(yaml::Source& source, const Inventory& inventory
     source.Error(marks.air_gapped,
                  fmt::format("policy.air_gapped: package repository '{}' would come from {} "
                              "(for {}); set repositories.{}.url to the site's mirror",
-                             layout.name, layout.upstream, yaml::Join(nodes), layout.name));
+                             layout.name, layout.upstream, Join(nodes), layout.name));
   }
 }
 

@@ -42,7 +42,7 @@ std::string Field(const nlohmann::json& event, const char* key) {
 
 }  // namespace
 
-Journal::Journal(const std::string& run_dir) : dir_(run_dir) {
+Journal::Journal(const std::string& run_dir) {
   std::filesystem::create_directories(run_dir);
   out_.open(std::filesystem::path(run_dir) / "journal.jsonl", std::ios::app);
   if (!out_) {

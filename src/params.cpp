@@ -1,4 +1,5 @@
 #include "gpuctl/params.h"
+#include "gpuctl/text.h"
 
 #include <algorithm>
 #include <cctype>
@@ -81,7 +82,7 @@ std::string Names(const std::vector<const Node*>& nodes, std::string_view separa
   for (const Node* n : nodes) {
     names.push_back(n->name);
   }
-  return yaml::Join(names, separator);
+  return Join(names, separator);
 }
 
 std::string Roles(const Node& node) {
@@ -89,7 +90,7 @@ std::string Roles(const Node& node) {
   for (Role r : node.roles) {
     roles.push_back(ToString(r));
   }
-  return yaml::Join(roles, " ");
+  return Join(roles, " ");
 }
 
 std::string IbPorts(const Node& node) {
@@ -98,7 +99,7 @@ std::string IbPorts(const Node& node) {
   for (const auto& p : node.hardware.ib) {
     ports.push_back(Fields("ib_ports", {fmt::format("{}:{}:{}", p.device, p.port, p.rate_gbps)}));
   }
-  return yaml::Join(ports, " ");
+  return Join(ports, " ");
 }
 
 // One line per worker with GPUs: "name gpus dev:port,dev:port" ("-" when the
@@ -114,9 +115,9 @@ std::string GpuWorkers(const Inventory& inv) {
       ports.push_back(fmt::format("{}:{}", p.device, p.port));
     }
     lines.push_back(Fields("gpu_workers", {n->name, std::to_string(n->GpuCount()),
-                                           ports.empty() ? "-" : yaml::Join(ports, ",")}));
+                                           ports.empty() ? "-" : Join(ports, ",")}));
   }
-  return yaml::Join(lines, "\n");
+  return Join(lines, "\n");
 }
 
 // /etc/hosts lines: every management address, then the IB addresses as
@@ -131,7 +132,7 @@ std::string Hosts(const Inventory& inv) {
       lines.push_back(Fields("hosts", {n.ib_address, n.name + "-ib"}));
     }
   }
-  return yaml::Join(lines, "\n");
+  return Join(lines, "\n");
 }
 
 // One "<name> <address>" line per node whose hardware declares GPUs, in
@@ -143,7 +144,7 @@ std::string GpuNodes(const Inventory& inv) {
       lines.push_back(Fields("gpu_nodes", {n.name, n.address}));
     }
   }
-  return yaml::Join(lines, "\n");
+  return Join(lines, "\n");
 }
 
 // "name count" per Kubernetes node (master or worker) with GPUs, one a line:
@@ -155,7 +156,7 @@ std::string GpuCounts(const Inventory& inv) {
       lines.push_back(Fields("gpu_counts", {n.name, std::to_string(n.GpuCount())}));
     }
   }
-  return yaml::Join(lines, "\n");
+  return Join(lines, "\n");
 }
 
 void AddNfs(const Inventory& inv, std::map<std::string, std::string>& values) {
@@ -176,8 +177,8 @@ void AddNfs(const Inventory& inv, std::map<std::string, std::string>& values) {
           "nfs_mounts", {fmt::format("{}:{}", host, m.export_path), m.mount_point, m.options}));
     }
   }
-  values["nfs_exports"] = yaml::Join(exports, "\n");
-  values["nfs_mounts"] = yaml::Join(mounts, "\n");
+  values["nfs_exports"] = Join(exports, "\n");
+  values["nfs_mounts"] = Join(mounts, "\n");
 }
 
 void AddSlurm(const Inventory& inv, std::map<std::string, std::string>& values) {
@@ -185,7 +186,7 @@ void AddSlurm(const Inventory& inv, std::map<std::string, std::string>& values) 
   if (inv.slurm) {
     for (const auto& p : inv.slurm->partitions) {
       // A partition without nodes means every worker (inventory.h).
-      std::string nodes = yaml::Join(p.nodes, ",");
+      std::string nodes = Join(p.nodes, ",");
       if (p.nodes.empty()) {
         nodes = Names(inv.WithRole(Role::kWorker), ",");
       }
@@ -195,7 +196,7 @@ void AddSlurm(const Inventory& inv, std::map<std::string, std::string>& values) 
   }
   values["slurm_cluster_name"] =
       !inv.slurm ? "" : (inv.slurm->cluster_name.empty() ? inv.cluster : inv.slurm->cluster_name);
-  values["slurm_partitions"] = yaml::Join(partitions, "\n");
+  values["slurm_partitions"] = Join(partitions, "\n");
   // Every worker is a Slurm node: "name address gpus", so each node can write
   // the same slurm.conf (NodeName lines with Gres=gpu:N).
   std::vector<std::string> nodes;
@@ -204,7 +205,7 @@ void AddSlurm(const Inventory& inv, std::map<std::string, std::string>& values) 
       nodes.push_back(Fields("slurm_nodes", {n->name, n->address, std::to_string(n->GpuCount())}));
     }
   }
-  values["slurm_nodes"] = yaml::Join(nodes, "\n");
+  values["slurm_nodes"] = Join(nodes, "\n");
 }
 
 // Where gpuctl fetches from when the inventory names no mirror: flannel's
@@ -228,7 +229,7 @@ std::string RegistryMirrors(const Inventory& inv) {
     lines.push_back(
         Fields("registry_mirrors", {registry, mirror, inv.policy.air_gapped ? mirror : upstream}));
   }
-  return yaml::Join(lines, "\n");
+  return Join(lines, "\n");
 }
 
 // repo_<name> per known repository ('-' as '_'): its description for the

@@ -30,8 +30,6 @@ std::string ToString(Activity activity) {
       return "change";
     case Activity::kVerify:
       return "verify";
-    case Activity::kReboot:
-      return "reboot";
     case Activity::kCheck:
       return "check";
   }

@@ -31,7 +31,7 @@ void RunContext::FailNode(const std::string& node, const std::string& error) {
   node_errors_.emplace(node, redactor.Apply(error));
 }
 
-bool RunContext::NodeFailed(const std::string& node) const {
+bool RunContext::IsFailed(const std::string& node) const {
   std::lock_guard lock(mutex_);
   return node_errors_.count(node) > 0;
 }
@@ -44,7 +44,7 @@ std::map<std::string, std::string> RunContext::NodeErrors() const {
 std::vector<const Node*> RunContext::HealthyNodes() const {
   std::vector<const Node*> out;
   for (const auto& node : inventory.nodes) {
-    if (!NodeFailed(node.name)) {
+    if (!IsFailed(node.name)) {
       out.push_back(&node);
     }
   }

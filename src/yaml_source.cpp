@@ -87,17 +87,6 @@ void AppendInOrder(Diagnostics& to, const Diagnostics& from) {
   }
 }
 
-std::string Join(const std::vector<std::string>& items, std::string_view separator) {
-  std::string out;
-  for (const auto& item : items) {
-    if (!out.empty()) {
-      out += separator;
-    }
-    out += item;
-  }
-  return out;
-}
-
 std::string Describe(const YAML::Node& node) {
   switch (node.Type()) {
     case YAML::NodeType::Sequence:

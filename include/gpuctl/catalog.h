@@ -121,7 +121,6 @@ class Catalog {
   [[nodiscard]] const std::vector<Step>& steps() const { return steps_; }
   // Shell functions prepended to every script (playbooks/prelude.sh).
   [[nodiscard]] const std::string& prelude() const { return prelude_; }
-  void set_prelude(std::string prelude) { prelude_ = std::move(prelude); }
   [[nodiscard]] const Step* Find(const std::string& id) const;
   // The steps `patterns` name, with everything they depend on (Terraform's
   // -target): a pattern is a step id ("k8s.join") or a group, the part

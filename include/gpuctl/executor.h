@@ -69,7 +69,9 @@ class Executor {
   // the last error in `last_error`.
   bool WaitForReboot(const Node& node, std::string& last_error);
   void Finish(PlanItem& item, ItemState state, const std::string& detail);
-  void NodeFailed(const Node& node, const std::string& error);
+  // Stops the node: its error goes to the run context (later phases skip
+  // it), the reporter and the scheduler (what waits on it is blocked).
+  void FailNode(const Node& node, const std::string& error);
 
   RunContext& context_;
   ApplyOptions options_;

@@ -28,11 +28,8 @@ class Journal : public Reporter {
   void ItemUpdated(const PlanItem& item) override;
   void Note(const std::string& node, const std::string& message) override;
 
-  [[nodiscard]] const std::string& dir() const { return dir_; }
-
  private:
   void Write(const std::string& line);
-  std::string dir_;
   std::mutex mutex_;
   std::ofstream out_;
 };

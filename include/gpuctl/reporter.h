@@ -16,7 +16,7 @@
 
 namespace gpuctl {
 
-enum class Activity { kProbe, kChange, kVerify, kReboot, kCheck };
+enum class Activity { kProbe, kChange, kVerify, kCheck };
 std::string ToString(Activity activity);
 
 class Reporter {

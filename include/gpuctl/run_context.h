@@ -62,7 +62,7 @@ class RunContext {
 
   // Marks the node failed: later phases skip it. The first error is kept.
   void FailNode(const std::string& node, const std::string& error);
-  [[nodiscard]] bool NodeFailed(const std::string& node) const;
+  [[nodiscard]] bool IsFailed(const std::string& node) const;
   [[nodiscard]] std::map<std::string, std::string> NodeErrors() const;
 
   // Nodes still in the run, in inventory order.

@@ -18,6 +18,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "gpuctl/diagnostic.h"
+#include "gpuctl/text.h"
 
 namespace gpuctl::yaml {
 
@@ -39,8 +40,6 @@ std::string DidYouMean(std::string_view word, const std::vector<std::string>& ca
 // "unknown role 'x'; known: master, worker, storage".
 std::string UnknownName(std::string_view what, std::string_view name,
                         const std::vector<std::string>& known);
-// "a, b, c": for "known: ..." lists in messages.
-std::string Join(const std::vector<std::string>& items, std::string_view separator = ", ");
 
 // Appends `from` to `to` ordered by file position (stable), so a reader's
 // schema pass and its cross-key checks print as one top-to-bottom list.

@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "gpuctl/params.h"
+#include "gpuctl/text.h"
 #include "gpuctl/version.h"
 #include "gpuctl/yaml_source.h"
 
@@ -57,7 +58,7 @@ int main(int argc, char** argv) {
       if (!word.empty() && word.front() != '-') {
         std::cerr << "gpuctl: unknown command '" << word << "'"
                   << gpuctl::yaml::DidYouMean(word, commands)
-                  << "; commands: " << gpuctl::yaml::Join(commands) << "\n";
+                  << "; commands: " << gpuctl::Join(commands) << "\n";
         return gpuctl::cli::kExitError;
       }
     }

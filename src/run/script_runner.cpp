@@ -9,27 +9,6 @@ std::string WithPrelude(const std::string& prelude, const std::string& script) {
   return prelude + "\n# --- step ---\n" + script;
 }
 
-std::string Trimmed(const std::string& text) {
-  const auto first = text.find_first_not_of(" \t\r\n");
-  if (first == std::string::npos) {
-    return "";
-  }
-  return text.substr(first, text.find_last_not_of(" \t\r\n") - first + 1);
-}
-
-std::string Tail(const std::string& text, std::size_t max_lines) {
-  const std::string trimmed = Trimmed(text);
-  std::size_t pos = trimmed.size();
-  for (std::size_t lines = 0; lines < max_lines && pos > 0; ++lines) {
-    const auto nl = trimmed.rfind('\n', pos - 1);
-    if (nl == std::string::npos) {
-      return trimmed;
-    }
-    pos = nl;
-  }
-  return pos == 0 ? trimmed : trimmed.substr(pos + 1);
-}
-
 CommandResult ScriptRunner::RunStep(const std::string& node, const std::string& step,
                                     Activity activity, const std::string& script,
                                     const std::map<std::string, std::string>& env) {

@@ -1,4 +1,5 @@
 #include "gpuctl/view/catalog_view.h"
+#include "gpuctl/text.h"
 
 #include <map>
 #include <utility>
@@ -32,7 +33,7 @@ std::string Roles(const Step& step) {
   for (Role r : step.roles) {
     names.push_back(ToString(r));
   }
-  return yaml::Join(names, ", ");
+  return Join(names, ", ");
 }
 
 std::string Families(const Step& step) {
@@ -44,7 +45,7 @@ std::string Families(const Step& step) {
   for (OsFamily f : step.families) {
     names.push_back(ToString(f));
   }
-  return yaml::Join(names, ", ");
+  return Join(names, ", ");
 }
 
 std::string Conditions(const Step& step) {
@@ -52,7 +53,7 @@ std::string Conditions(const Step& step) {
   for (StepCondition c : step.when) {
     names.push_back(Code(std::string(ToString(c))));
   }
-  return yaml::Join(names, ", ");
+  return Join(names, ", ");
 }
 
 std::string Depends(const Step& step) {
@@ -61,7 +62,7 @@ std::string Depends(const Step& step) {
     names.push_back(d.on_role ? fmt::format("{} on {}", Code(d.step), ToString(*d.on_role))
                               : Code(d.step));
   }
-  return yaml::Join(names, ", ");
+  return Join(names, ", ");
 }
 
 // The playbook's file name, without the directory it was loaded from.

@@ -16,18 +16,13 @@
 
 #include "gpuctl/redact.h"
 #include "gpuctl/reporter.h"
+#include "gpuctl/text.h"
 #include "gpuctl/transport.h"
 
 namespace gpuctl {
 
 // The full text sent to a node: the catalog's prelude, then the script.
 std::string WithPrelude(const std::string& prelude, const std::string& script);
-
-// `text` without leading and trailing blank space.
-std::string Trimmed(const std::string& text);
-// The last `max_lines` lines of a command's output (trimmed), for messages
-// and the journal.
-std::string Tail(const std::string& text, std::size_t max_lines = 12);
 
 class ScriptRunner {
  public:
