@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Writes an inventory of N nodes to stdout, for measuring gpuctl at scale
-# (validate's time and memory; the bounds in include/gpuctl/input_file.h):
+# (validate's time and memory; the bounds in include/gpuctl/util/input_file.h):
 # one master and N-1 GPU workers, each written out in full as an admin would
 # (address, os, roles, an 8-GPU block): about 160 bytes a node.
 #

@@ -12,9 +12,9 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
-#include "gpuctl/drift.h"
-#include "gpuctl/input_file.h"
-#include "gpuctl/script_trace.h"
+#include "gpuctl/run/drift.h"
+#include "gpuctl/run/script_trace.h"
+#include "gpuctl/util/input_file.h"
 
 namespace gpuctl {
 namespace {

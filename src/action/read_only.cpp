@@ -1,7 +1,7 @@
 #include "gpuctl/action/read_only.h"
 
-#include "gpuctl/phase.h"
-#include "gpuctl/script_trace.h"
+#include "gpuctl/run/phase.h"
+#include "gpuctl/run/script_trace.h"
 
 namespace gpuctl {
 namespace {

@@ -7,9 +7,9 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
-#include "gpuctl/digest.h"
-#include "gpuctl/input_file.h"
-#include "gpuctl/yaml_source.h"
+#include "gpuctl/model/yaml_source.h"
+#include "gpuctl/util/digest.h"
+#include "gpuctl/util/input_file.h"
 
 namespace gpuctl {
 

@@ -10,8 +10,8 @@
 #include "cli/inputs.h"
 #include "cli/interrupt.h"
 #include "gpuctl/action/apply_action.h"
-#include "gpuctl/plan_view.h"
 #include "gpuctl/view/apply_view.h"
+#include "gpuctl/view/plan_view.h"
 
 namespace gpuctl::cli {
 namespace {

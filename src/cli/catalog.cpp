@@ -13,7 +13,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
-#include "gpuctl/catalog.h"
+#include "gpuctl/model/catalog.h"
 #include "gpuctl/view/catalog_view.h"
 
 namespace gpuctl::cli {

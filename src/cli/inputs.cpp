@@ -1,8 +1,8 @@
 #include "cli/inputs.h"
 
-#include "gpuctl/parallel.h"
-#include "gpuctl/script_trace.h"
-#include "gpuctl/ssh_transport.h"
+#include "gpuctl/run/parallel.h"
+#include "gpuctl/run/script_trace.h"
+#include "gpuctl/transport/ssh_transport.h"
 
 namespace gpuctl::cli {
 

@@ -8,8 +8,8 @@
 
 #include "cli/commands.h"
 #include "gpuctl/action/spec.h"
-#include "gpuctl/run_context.h"
-#include "gpuctl/transport.h"
+#include "gpuctl/run/run_context.h"
+#include "gpuctl/transport/transport.h"
 
 namespace gpuctl::cli {
 

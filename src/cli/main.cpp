@@ -8,10 +8,10 @@
 #include <iostream>
 
 #include "cli/commands.h"
-#include "gpuctl/params.h"
-#include "gpuctl/text.h"
-#include "gpuctl/version.h"
-#include "gpuctl/yaml_source.h"
+#include "gpuctl/model/params.h"
+#include "gpuctl/model/yaml_source.h"
+#include "gpuctl/util/text.h"
+#include "gpuctl/util/version.h"
 
 int main(int argc, char** argv) {
   // Into a pipe (a CI log, `| tee`) stdout would be block-buffered: the plan

@@ -1,12 +1,12 @@
 #include "gpuctl/view/catalog_view.h"
-#include "gpuctl/text.h"
+#include "gpuctl/util/text.h"
 
 #include <map>
 #include <utility>
 
 #include <fmt/format.h>
 
-#include "gpuctl/yaml_source.h"
+#include "gpuctl/model/yaml_source.h"
 
 namespace gpuctl {
 namespace {

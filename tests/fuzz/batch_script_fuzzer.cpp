@@ -4,7 +4,7 @@
 // batch format must fail as "not a batch", not crash the test binary. Every
 // entry it recovers is rebuilt into a batch, which must parse again.
 #include "fuzz_check.h"
-#include "gpuctl/probe_batch.h"
+#include "gpuctl/run/probe_batch.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using gpuctl::fuzz::Check;

@@ -5,8 +5,8 @@
 // parameters without a RenderError (params.h: the loader refuses by kind
 // whatever would break a config file on a node).
 #include "fuzz_check.h"
-#include "gpuctl/inventory.h"
-#include "gpuctl/params.h"
+#include "gpuctl/model/inventory.h"
+#include "gpuctl/model/params.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using gpuctl::fuzz::Check;

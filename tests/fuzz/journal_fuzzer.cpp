@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "fuzz_check.h"
-#include "gpuctl/journal.h"
+#include "gpuctl/run/journal.h"
 
 namespace {
 

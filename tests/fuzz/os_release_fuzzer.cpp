@@ -2,7 +2,7 @@
 // onto the inventory's OS names, and checked against an `auto` node and a
 // declared one, including every message that quotes the file.
 #include "fuzz_check.h"
-#include "gpuctl/os_release.h"
+#include "gpuctl/model/os_release.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using gpuctl::fuzz::Check;

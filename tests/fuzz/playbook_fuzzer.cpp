@@ -4,10 +4,10 @@
 // loader should have refused, and would index past the steps on a dependency
 // it should have caught.
 #include "fuzz_check.h"
-#include "gpuctl/catalog.h"
-#include "gpuctl/inventory.h"
-#include "gpuctl/plan.h"
-#include "gpuctl/prober.h"
+#include "gpuctl/model/catalog.h"
+#include "gpuctl/model/inventory.h"
+#include "gpuctl/model/plan.h"
+#include "gpuctl/run/prober.h"
 
 namespace {
 

@@ -11,9 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz_check.h"
-#include "gpuctl/drift.h"
-#include "gpuctl/plan_view.h"
-#include "gpuctl/prober.h"
+#include "gpuctl/run/drift.h"
+#include "gpuctl/run/prober.h"
+#include "gpuctl/view/plan_view.h"
 
 namespace {
 

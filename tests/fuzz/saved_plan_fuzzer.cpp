@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz_check.h"
-#include "gpuctl/drift.h"
-#include "gpuctl/plan_view.h"
+#include "gpuctl/run/drift.h"
+#include "gpuctl/view/plan_view.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using gpuctl::fuzz::Check;

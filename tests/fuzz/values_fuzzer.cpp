@@ -6,13 +6,13 @@
 #include <stdexcept>
 
 #include "fuzz_check.h"
-#include "gpuctl/cuda_compat.h"
-#include "gpuctl/executor.h"
-#include "gpuctl/inventory.h"
-#include "gpuctl/plan.h"
-#include "gpuctl/repositories.h"
-#include "gpuctl/syntax.h"
-#include "gpuctl/value_kinds.h"
+#include "gpuctl/model/cuda_compat.h"
+#include "gpuctl/model/inventory.h"
+#include "gpuctl/model/plan.h"
+#include "gpuctl/model/repositories.h"
+#include "gpuctl/model/syntax.h"
+#include "gpuctl/model/value_kinds.h"
+#include "gpuctl/run/executor.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using gpuctl::fuzz::Check;

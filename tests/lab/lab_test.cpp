@@ -21,8 +21,8 @@
 
 #include <gtest/gtest.h>
 
-#include "gpuctl/diagnostic.h"
-#include "gpuctl/inventory.h"
+#include "gpuctl/model/diagnostic.h"
+#include "gpuctl/model/inventory.h"
 #include "support/lab_support.h"
 
 namespace gpuctl {

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "gpuctl/transport.h"
+#include "gpuctl/transport/transport.h"
 
 namespace gpuctl::test {
 

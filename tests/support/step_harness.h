@@ -25,12 +25,12 @@
 #include <stdexcept>
 #include <string>
 
-#include "gpuctl/catalog.h"
-#include "gpuctl/diagnostic.h"
-#include "gpuctl/inventory.h"
-#include "gpuctl/params.h"
-#include "gpuctl/prober.h"
-#include "gpuctl/shell_quote.h"
+#include "gpuctl/model/catalog.h"
+#include "gpuctl/model/diagnostic.h"
+#include "gpuctl/model/inventory.h"
+#include "gpuctl/model/params.h"
+#include "gpuctl/run/prober.h"
+#include "gpuctl/util/shell_quote.h"
 
 namespace gpuctl::testing {
 

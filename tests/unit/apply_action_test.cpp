@@ -15,9 +15,9 @@
 
 #include "cluster_builder.h"
 #include "gpuctl/action/read_only.h"
-#include "gpuctl/fake_transport.h"
-#include "gpuctl/os_release.h"
-#include "gpuctl/plan_view.h"
+#include "gpuctl/model/os_release.h"
+#include "gpuctl/transport/fake_transport.h"
+#include "gpuctl/view/plan_view.h"
 
 namespace gpuctl {
 namespace {

@@ -6,7 +6,7 @@
 // No case measures time. Where the old behaviour was to hang (a FIFO with no
 // writer, /dev/zero), the read runs under a watchdog, a child's alarm(2) or
 // timeout(1), that turns a hang into a failure instead of a stuck test run.
-#include "gpuctl/input_file.h"
+#include "gpuctl/util/input_file.h"
 
 #include <gtest/gtest.h>
 #include <sys/socket.h>
@@ -23,7 +23,7 @@
 
 #include <fmt/format.h>
 
-#include "gpuctl/inventory.h"
+#include "gpuctl/model/inventory.h"
 #include "support/lab_support.h"
 #include "support/local_sshd.h"
 

@@ -10,7 +10,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "gpuctl/catalog.h"
+#include "gpuctl/model/catalog.h"
 
 namespace gpuctl {
 namespace {

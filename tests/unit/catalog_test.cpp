@@ -1,5 +1,5 @@
 // Catalog parsing: each error case at its exact position, and the graph checks.
-#include "gpuctl/catalog.h"
+#include "gpuctl/model/catalog.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

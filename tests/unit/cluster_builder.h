@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "gpuctl/catalog.h"
-#include "gpuctl/inventory.h"
+#include "gpuctl/model/catalog.h"
+#include "gpuctl/model/inventory.h"
 
 namespace gpuctl::testing {
 

@@ -1,4 +1,4 @@
-#include "gpuctl/cuda_compat.h"
+#include "gpuctl/model/cuda_compat.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

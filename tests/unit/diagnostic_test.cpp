@@ -1,4 +1,4 @@
-#include "gpuctl/diagnostic.h"
+#include "gpuctl/model/diagnostic.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "gpuctl/digest.h"
+#include "gpuctl/util/digest.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "gpuctl/drift.h"
+#include "gpuctl/run/drift.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "gpuctl/executor.h"
+#include "gpuctl/run/executor.h"
 
 #include <gtest/gtest.h>
 
@@ -10,8 +10,8 @@
 #include <fmt/format.h>
 
 #include "cluster_builder.h"
-#include "gpuctl/fake_transport.h"
-#include "gpuctl/phase.h"
+#include "gpuctl/run/phase.h"
+#include "gpuctl/transport/fake_transport.h"
 
 namespace gpuctl {
 namespace {

@@ -1,7 +1,7 @@
 // ExplainFailure on what failed commands really print: the lines that say why
 // are picked out of the noise before them, in order, each once, within the
 // line limit; with nothing recognised, the last lines as before.
-#include "gpuctl/failure_text.h"
+#include "gpuctl/run/failure_text.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "gpuctl/fake_transport.h"
+#include "gpuctl/transport/fake_transport.h"
 
 #include <gtest/gtest.h>
 

@@ -9,11 +9,11 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "gpuctl/drift.h"
-#include "gpuctl/journal.h"
-#include "gpuctl/plan_view.h"
-#include "gpuctl/probe_batch.h"
-#include "gpuctl/utf8.h"
+#include "gpuctl/run/drift.h"
+#include "gpuctl/run/journal.h"
+#include "gpuctl/run/probe_batch.h"
+#include "gpuctl/util/utf8.h"
+#include "gpuctl/view/plan_view.h"
 
 namespace gpuctl {
 namespace {

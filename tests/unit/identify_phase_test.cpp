@@ -7,10 +7,10 @@
 #include <gtest/gtest.h>
 
 #include "cluster_builder.h"
-#include "gpuctl/fake_transport.h"
-#include "gpuctl/os_release.h"
-#include "gpuctl/phase.h"
-#include "gpuctl/prober.h"
+#include "gpuctl/model/os_release.h"
+#include "gpuctl/run/phase.h"
+#include "gpuctl/run/prober.h"
+#include "gpuctl/transport/fake_transport.h"
 
 namespace gpuctl {
 namespace {

@@ -9,7 +9,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "gpuctl/inventory.h"
+#include "gpuctl/model/inventory.h"
 #include "inventory_test_util.h"
 
 namespace gpuctl {

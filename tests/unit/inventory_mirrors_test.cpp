@@ -1,10 +1,10 @@
-// The inventory's `mirrors:` block and policy.air_gapped (src/inventory_mirrors.cpp):
+// The inventory's `mirrors:` block and policy.air_gapped (src/model/inventory_mirrors.cpp):
 // every value reaches a script, a command line on the master or a file
 // containerd reads, so hostile values are refused at their file:line:column,
 // and an air-gapped inventory names what would still come from the internet.
 #include <gtest/gtest.h>
 
-#include "gpuctl/params.h"
+#include "gpuctl/model/params.h"
 #include "inventory_test_util.h"
 
 namespace gpuctl {

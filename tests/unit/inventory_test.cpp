@@ -1,5 +1,5 @@
 // Inventory validation: each error case, at its exact position.
-#include "gpuctl/inventory.h"
+#include "gpuctl/model/inventory.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

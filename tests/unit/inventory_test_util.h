@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "gpuctl/inventory.h"
+#include "gpuctl/model/inventory.h"
 
 namespace gpuctl::testing {
 

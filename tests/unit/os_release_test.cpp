@@ -1,6 +1,6 @@
 // os_release.h on the os-release files the distributions really ship
 // (tests/fixtures/os-release/, README.md there says where each came from).
-#include "gpuctl/os_release.h"
+#include "gpuctl/model/os_release.h"
 
 #include <fstream>
 #include <sstream>

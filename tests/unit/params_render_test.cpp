@@ -1,4 +1,4 @@
-// Rendered parameters are checked on the way out (src/params.cpp): a value
+// Rendered parameters are checked on the way out (src/model/params.cpp): a value
 // that reached an Inventory without the loader's checks (a bug, or a caller
 // building one by hand) and would break a line-oriented file is an internal
 // error, never a silent extra /etc/hosts, /etc/exports, fstab or slurm.conf
@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "gpuctl/params.h"
+#include "gpuctl/model/params.h"
 #include "inventory_test_util.h"
 
 namespace gpuctl {

@@ -1,4 +1,4 @@
-#include "gpuctl/params.h"
+#include "gpuctl/model/params.h"
 
 #include <algorithm>
 #include <stdexcept>

@@ -1,4 +1,4 @@
-#include "gpuctl/plan.h"
+#include "gpuctl/model/plan.h"
 
 #include <gtest/gtest.h>
 

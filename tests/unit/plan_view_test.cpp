@@ -1,4 +1,4 @@
-#include "gpuctl/plan_view.h"
+#include "gpuctl/view/plan_view.h"
 
 #include <gtest/gtest.h>
 

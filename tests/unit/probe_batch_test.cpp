@@ -1,5 +1,5 @@
-#include "gpuctl/probe_batch.h"
-#include "gpuctl/shell_quote.h"
+#include "gpuctl/run/probe_batch.h"
+#include "gpuctl/util/shell_quote.h"
 
 #include <gtest/gtest.h>
 

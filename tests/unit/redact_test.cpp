@@ -1,4 +1,4 @@
-#include "gpuctl/redact.h"
+#include "gpuctl/run/redact.h"
 
 #include <gtest/gtest.h>
 

@@ -7,11 +7,11 @@
 #include <sstream>
 
 #include "cluster_builder.h"
-#include "gpuctl/executor.h"
-#include "gpuctl/fake_transport.h"
-#include "gpuctl/journal.h"
-#include "gpuctl/phase.h"
-#include "gpuctl/plan_view.h"
+#include "gpuctl/run/executor.h"
+#include "gpuctl/run/journal.h"
+#include "gpuctl/run/phase.h"
+#include "gpuctl/transport/fake_transport.h"
+#include "gpuctl/view/plan_view.h"
 
 namespace gpuctl {
 namespace {

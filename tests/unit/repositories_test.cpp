@@ -1,4 +1,4 @@
-// Package repositories (src/repositories.cpp, src/inventory_repositories.cpp):
+// Package repositories (src/model/repositories.cpp, src/model/inventory_repositories.cpp):
 // the vendors' layouts resolved per node, a mirror replacing only the base,
 // pinned keys, values checked by kind at file:line:column, policy.air_gapped,
 // and the rule "which node needs which repository" held together with the
@@ -7,10 +7,10 @@
 
 #include <gtest/gtest.h>
 
-#include "gpuctl/catalog.h"
-#include "gpuctl/params.h"
-#include "gpuctl/plan.h"
-#include "gpuctl/repositories.h"
+#include "gpuctl/model/catalog.h"
+#include "gpuctl/model/params.h"
+#include "gpuctl/model/plan.h"
+#include "gpuctl/model/repositories.h"
 #include "inventory_test_util.h"
 
 namespace gpuctl {

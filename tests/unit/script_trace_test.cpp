@@ -1,4 +1,4 @@
-// GPUCTL_TRACE_SCRIPTS (src/script_trace.cpp): each command sent is written
+// GPUCTL_TRACE_SCRIPTS (src/run/script_trace.cpp): each command sent is written
 // as the node reads it (exports, then the script), through the run's
 // redactor, and only a file per command appears; without the variable the
 // transport is the one given.
@@ -12,8 +12,8 @@
 
 #include <gtest/gtest.h>
 
-#include "gpuctl/fake_transport.h"
-#include "gpuctl/script_trace.h"
+#include "gpuctl/run/script_trace.h"
+#include "gpuctl/transport/fake_transport.h"
 
 namespace gpuctl {
 namespace {

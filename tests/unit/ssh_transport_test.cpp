@@ -1,7 +1,7 @@
 // SshTransport against a real sshd on 127.0.0.1 (tests/support/local_sshd.h).
 // Every case skips with the reason when sshd cannot run here (not root, no
 // openssh-server).
-#include "gpuctl/ssh_transport.h"
+#include "gpuctl/transport/ssh_transport.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>

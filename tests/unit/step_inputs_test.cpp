@@ -1,7 +1,7 @@
 // Values a step reads from another node (`inputs:`) and inventory secrets
 // (`secrets:`): fetched over their own connection when a script needs them,
 // secret ones only for the change, and never shown, saved or journaled.
-#include "gpuctl/step_inputs.h"
+#include "gpuctl/run/step_inputs.h"
 
 #include <gtest/gtest.h>
 
@@ -13,11 +13,11 @@
 #include <sstream>
 
 #include "cluster_builder.h"
-#include "gpuctl/executor.h"
-#include "gpuctl/fake_transport.h"
-#include "gpuctl/journal.h"
-#include "gpuctl/phase.h"
-#include "gpuctl/plan_view.h"
+#include "gpuctl/run/executor.h"
+#include "gpuctl/run/journal.h"
+#include "gpuctl/run/phase.h"
+#include "gpuctl/transport/fake_transport.h"
+#include "gpuctl/view/plan_view.h"
 
 namespace gpuctl {
 namespace {

@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "gpuctl/catalog.h"
+#include "gpuctl/model/catalog.h"
 
 namespace gpuctl {
 namespace {

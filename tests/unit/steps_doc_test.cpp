@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "gpuctl/catalog.h"
+#include "gpuctl/model/catalog.h"
 #include "gpuctl/view/catalog_view.h"
 
 namespace gpuctl {

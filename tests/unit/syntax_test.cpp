@@ -1,4 +1,4 @@
-#include "gpuctl/syntax.h"
+#include "gpuctl/model/syntax.h"
 
 #include <gtest/gtest.h>
 

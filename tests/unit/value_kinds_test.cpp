@@ -1,6 +1,6 @@
-// Each value kind (include/gpuctl/value_kinds.h) against what it must accept
+// Each value kind (include/gpuctl/model/value_kinds.h) against what it must accept
 // and what it must refuse, and how a refused character reads in a message.
-#include "gpuctl/value_kinds.h"
+#include "gpuctl/model/value_kinds.h"
 
 #include <string>
 #include <vector>

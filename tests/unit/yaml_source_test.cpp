@@ -1,4 +1,4 @@
-#include "gpuctl/yaml_source.h"
+#include "gpuctl/model/yaml_source.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -20,13 +20,13 @@
 #include <vector>
 
 #include "gpuctl/action/spec.h"
-#include "gpuctl/executor.h"
-#include "gpuctl/journal.h"
-#include "gpuctl/phase.h"
-#include "gpuctl/plan_view.h"
-#include "gpuctl/reporter.h"
-#include "gpuctl/run_context.h"
-#include "gpuctl/transport.h"
+#include "gpuctl/run/executor.h"
+#include "gpuctl/run/journal.h"
+#include "gpuctl/run/phase.h"
+#include "gpuctl/run/reporter.h"
+#include "gpuctl/run/run_context.h"
+#include "gpuctl/transport/transport.h"
+#include "gpuctl/view/plan_view.h"
 
 namespace gpuctl {
 

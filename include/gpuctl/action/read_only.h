@@ -7,10 +7,10 @@
 #include <string>
 
 #include "gpuctl/action/spec.h"
-#include "gpuctl/plan.h"
-#include "gpuctl/reporter.h"
-#include "gpuctl/run_context.h"
-#include "gpuctl/transport.h"
+#include "gpuctl/model/plan.h"
+#include "gpuctl/run/reporter.h"
+#include "gpuctl/run/run_context.h"
+#include "gpuctl/transport/transport.h"
 
 namespace gpuctl {
 

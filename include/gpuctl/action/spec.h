@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "gpuctl/catalog.h"
-#include "gpuctl/inventory.h"
-#include "gpuctl/plan.h"
-#include "gpuctl/plan_view.h"
+#include "gpuctl/model/catalog.h"
+#include "gpuctl/model/inventory.h"
+#include "gpuctl/model/plan.h"
+#include "gpuctl/view/plan_view.h"
 
 namespace gpuctl {
 

@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "gpuctl/redact.h"
-#include "gpuctl/reporter.h"
-#include "gpuctl/text.h"
-#include "gpuctl/transport.h"
+#include "gpuctl/run/redact.h"
+#include "gpuctl/run/reporter.h"
+#include "gpuctl/transport/transport.h"
+#include "gpuctl/util/text.h"
 
 namespace gpuctl {
 

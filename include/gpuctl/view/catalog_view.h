@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "gpuctl/catalog.h"
+#include "gpuctl/model/catalog.h"
 
 namespace gpuctl {
 

@@ -11,9 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gpuctl/catalog.h"
-#include "gpuctl/inventory.h"
-#include "gpuctl/plan.h"
+#include "gpuctl/model/catalog.h"
+#include "gpuctl/model/inventory.h"
+#include "gpuctl/model/plan.h"
 
 namespace gpuctl {
 

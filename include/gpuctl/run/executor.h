@@ -1,0 +1,81 @@
+// Executor: walks a probed Plan and makes it true (ninja's Builder).
+//
+// Every node gets a walker thread that takes its items in order. An item
+// waits, without holding a concurrency slot, until everything it depends on
+// (on any node) is done; then it takes a slot, runs the change, and runs the
+// verification probe. A failure stops that node and blocks what waits on it;
+// other nodes go on unless --fail-fast or --max-fail says otherwise.
+//
+// A step that depends on another node's steps (or reads an input from it)
+// reaches that node while it runs: the master's known_hosts step scans every
+// node, k8s.nodes-ready reads each worker's state. Such a step never starts
+// while a node it reaches is down for a reboot, and a node never goes down
+// while a running step reaches it.
+//
+// Who may start what and when (slots, dependencies, reaches, reboot batches,
+// stopping) is the Scheduler's (run/scheduler.h); the executor asks it, runs
+// the scripts, and tells it how they ended.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "gpuctl/run/run_context.h"
+#include "gpuctl/run/scheduler.h"
+
+namespace gpuctl {
+
+struct ApplyOptions {
+  bool fail_fast = false;                    // the first failure stops every node
+  int max_fail_percent = 100;                // stop all once more nodes than this have failed
+  std::size_t batch = 0;                     // nodes rebooting at once; 0: no limit
+  std::chrono::seconds reboot_timeout{600};  // an HGX board's POST alone takes minutes
+  // Set from a signal handler: no new item starts; in-flight ones finish.
+  const std::atomic<bool>* interrupted = nullptr;
+};
+
+// "10m", "1m30s", "45s".
+std::string Duration(std::chrono::seconds d);
+
+// Parses "25%" (of `nodes`, at least 1) or "3"; returns 0 for "" or "0".
+// Throws std::invalid_argument on anything else.
+std::size_t ParseBatch(const std::string& text, std::size_t nodes);
+
+class Executor {
+ public:
+  Executor(RunContext& context, ApplyOptions options);
+  // Runs every item that needs a change (or may, once its dependencies ran).
+  void Run();
+
+  // Largest number of nodes that were down for a reboot at the same time.
+  [[nodiscard]] std::size_t MaxConcurrentReboots() const {
+    return scheduler_.MaxConcurrentReboots();
+  }
+
+ private:
+  void WalkNode(const Node& node);
+  // Asks the scheduler whether the item may start. On true it holds its
+  // reach on the other nodes it works on until ReleaseReach; on false it is
+  // blocked (and reported so) and holds nothing.
+  bool WaitToStart(PlanItem& item);
+  [[nodiscard]] std::vector<std::string> ReachedNodes(const PlanItem& item) const;
+  bool RunItem(const Node& node, PlanItem& item, bool& reboot_pending);
+  bool RebootAndVerify(const Node& node, std::vector<std::size_t>& awaiting_verify);
+  // After the reboot command: true once the node answers with a fresh /run;
+  // false on the timeout, a host key or login refused, or an interrupt, with
+  // the last error in `last_error`.
+  bool WaitForReboot(const Node& node, std::string& last_error);
+  void Finish(PlanItem& item, ItemState state, const std::string& detail);
+  // Stops the node: its error goes to the run context (later phases skip
+  // it), the reporter and the scheduler (what waits on it is blocked).
+  void FailNode(const Node& node, const std::string& error);
+
+  RunContext& context_;
+  ApplyOptions options_;
+  Scheduler scheduler_;  // everything the node walkers share
+};
+
+}  // namespace gpuctl

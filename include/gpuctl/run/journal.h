@@ -1,0 +1,44 @@
+// Journal: the run's record on disk, one JSON object per line, written as
+// things happen (so an interrupted run leaves an accurate trail): every
+// command's start and end with duration and output tail, every item's state
+// change, node failures. Values are already redacted by the time they arrive.
+#pragma once
+
+#include <fstream>
+#include <mutex>
+#include <string>
+
+#include "gpuctl/run/reporter.h"
+
+namespace gpuctl {
+
+class Journal : public Reporter {
+ public:
+  // Creates `run_dir` (and parents) and opens run_dir/journal.jsonl.
+  // Throws std::runtime_error if it cannot.
+  explicit Journal(const std::string& run_dir);
+
+  void PhaseStarted(const std::string& title) override;
+  void NodeConnected(const std::string& node, std::chrono::milliseconds took) override;
+  void NodeFailed(const std::string& node, const std::string& error) override;
+  void CommandStarted(const std::string& node, const std::string& step, Activity activity,
+                      const std::string& script) override;
+  void CommandFinished(const std::string& node, const std::string& step, Activity activity,
+                       const CommandResult& result) override;
+  void ItemUpdated(const PlanItem& item) override;
+  void Note(const std::string& node, const std::string& message) override;
+
+ private:
+  void Write(const std::string& line);
+  std::mutex mutex_;
+  std::ofstream out_;
+};
+
+// Steps a previous run started and never finished (it was killed, or lost the
+// node mid-change), as "node step" pairs, from that run's journal.
+std::vector<std::pair<std::string, std::string>> UnfinishedSteps(const std::string& journal_path);
+
+// The newest run directory under `runs_root`, or "" if none.
+std::string LatestRunDir(const std::string& runs_root);
+
+}  // namespace gpuctl

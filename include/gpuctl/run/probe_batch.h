@@ -1,0 +1,48 @@
+// ProbeBatch: many read-only scripts in one command. A node's probes are
+// independent and short, so sending them as one script over one channel
+// saves a session round trip (and an sshd fork) per probe: on a 100-node
+// plan that is most of the time spent. Each script runs in its own subshell
+// with its own environment and stdin from /dev/null, so one probe's `exit`
+// or a stray `read` cannot touch the next; markers with a per-batch nonce
+// split the output back into one CommandResult per script.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gpuctl/transport/transport.h"
+
+namespace gpuctl {
+
+struct BatchEntry {
+  std::size_t id = 0;  // caller's key (a plan item id)
+  std::string script;
+  std::map<std::string, std::string> env;
+};
+
+// The one script that runs every entry in order after `prelude`.
+std::string BuildBatchScript(const std::string& prelude, const std::vector<BatchEntry>& entries,
+                             const std::string& nonce);
+
+// Splits what the batch printed. An entry whose end marker never came (the
+// connection dropped, the batch timed out) is absent from the result.
+std::map<std::size_t, CommandResult> SplitBatchOutput(const std::string& out,
+                                                      const std::string& err,
+                                                      const std::string& nonce);
+
+// The inverse of BuildBatchScript: recovers the entries (and nonce) from a
+// batch script, so the fake transport can answer each entry on its own the
+// way a node's shell would. Returns false if `script` is not a batch.
+bool ParseBatchScript(const std::string& script, std::string& nonce,
+                      std::vector<BatchEntry>& entries);
+
+// Wraps one entry's result in the batch's markers, as the node's shell would
+// print them (for the fake transport).
+void AppendBatchResult(const std::string& nonce, std::size_t id, const CommandResult& result,
+                       std::string& out, std::string& err);
+
+// A marker nonce unlikely to appear in any probe's output.
+std::string MakeNonce();
+
+}  // namespace gpuctl

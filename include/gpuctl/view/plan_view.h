@@ -1,0 +1,52 @@
+// PlanView: the plan shown to a person (text) or a program (JSON). plan,
+// apply and check all print through here so the three never disagree.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "gpuctl/model/inventory.h"
+#include "gpuctl/model/plan.h"
+
+namespace gpuctl {
+
+// Identifies the inputs a plan was computed from, so a saved plan can refuse
+// to apply to anything else.
+struct PlanHeader {
+  std::string cluster;
+  std::string inventory_path;
+  std::string inventory_digest;
+  std::string catalog_digest;
+  std::string created;  // ISO 8601 UTC
+  // Node -> the OS the plan was built for ("rocky-9"), as identified at
+  // connect: `apply plan.json` refuses a node that runs another one now.
+  std::map<std::string, std::string> node_os;
+};
+
+struct TextOptions {
+  bool color = false;
+  bool show_ok = true;  // list satisfied items too, not only changes
+};
+
+// Node by node: "~" will change, "=" already satisfied, "?" known after apply,
+// "!" error; then the summary line.
+std::string RenderPlanText(const Plan& plan, const Inventory& inventory,
+                           const std::map<std::string, std::string>& node_errors,
+                           const TextOptions& options);
+
+nlohmann::json PlanToJson(const Plan& plan, const PlanHeader& header,
+                          const std::map<std::string, std::string>& node_errors);
+
+// Reads back what PlanToJson wrote. Throws LoadError (naming the file) when
+// the document is not a gpuctl plan of a known format version.
+struct SavedPlan {
+  PlanHeader header;
+  Plan plan;
+};
+SavedPlan PlanFromJson(const nlohmann::json& document, const std::string& path);
+
+inline constexpr const char* kPlanFormat = "gpuctl.plan/v1";
+
+}  // namespace gpuctl

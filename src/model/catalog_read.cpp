@@ -1,0 +1,339 @@
+// One playbook file into Steps. Each field is checked on its own here; ids
+// and dependencies are checked across every file in catalog_graph.cpp.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "catalog_internal.h"
+#include "gpuctl/model/params.h"
+#include "gpuctl/model/syntax.h"
+
+namespace gpuctl::detail {
+
+namespace {
+
+using yaml::MapReader;
+using yaml::Scalar;
+
+const std::vector<std::string>& StepKeys() {
+  static const std::vector<std::string> kKeys = {
+      "id",     "description", "roles", "os",     "when",   "depends", "params", "secrets",
+      "inputs", "common",      "probe", "change", "verify", "reboot",  "deep"};
+  return kKeys;
+}
+const std::vector<std::string>& RoleNames() {
+  static const std::vector<std::string> kKeys = {"master", "worker", "storage"};
+  return kKeys;
+}
+const std::vector<std::string>& FamilyNames() {
+  static const std::vector<std::string> kKeys = {"debian", "rhel"};
+  return kKeys;
+}
+
+bool IsStepId(std::string_view id) {
+  return !id.empty() && std::all_of(id.begin(), id.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '-';
+  });
+}
+
+class StepReader {
+ public:
+  StepReader(yaml::Source& source, MapReader& m, Step& step)
+      : source_(source), m_(m), step_(step) {}
+
+  void Read() {
+    m_.Read("deep", step_.deep);
+    if (step_.deep) {
+      m_.Require({"id", "roles", "probe"});
+      for (const char* key : {"change", "common", "reboot", "verify"}) {
+        if (m_.Has(key)) {
+          source_.Error(m_.KeyWhere(key),
+                        fmt::format("a deep validation has no '{}': its probe is the test", key));
+        }
+      }
+    } else {
+      m_.Require({"id", "roles", "probe", "change"});
+    }
+    if (auto id = m_.String("id")) {
+      step_.id = id->text;
+      if (!IsStepId(id->text)) {
+        source_.Error(id->where, fmt::format("invalid step id '{}': use lower-case letters, "
+                                             "digits, '.' and '-'",
+                                             id->text));
+      }
+    }
+    m_.Read("description", step_.description);
+    Roles();
+    Families();
+    Conditions();
+    Depends();
+    Names("params", step_.params);
+    Names("secrets", step_.secrets);
+    Inputs();
+    Script(m_, "probe", step_.probe);
+    if (!step_.deep) {
+      Change();
+    }
+    Script(m_, "verify", step_.verify);
+    if (!m_.Has("verify")) {
+      step_.verify = step_.probe;
+    }
+    Common();
+    m_.Read("reboot", step_.reboot);
+  }
+
+ private:
+  void Roles() {
+    auto roles = m_.StringList("roles");
+    if (!roles) {
+      return;
+    }
+    for (const auto& r : *roles) {
+      if (auto role = ParseRole(r.text)) {
+        step_.roles.insert(*role);
+      } else {
+        source_.Error(r.where, yaml::UnknownName("role", r.text, RoleNames()));
+      }
+    }
+    if (roles->empty()) {
+      source_.Error(m_.ValueWhere("roles"), "expected at least one of master, worker, storage");
+    }
+  }
+
+  void Families() {
+    auto families = m_.StringList("os");
+    if (!families) {
+      return;
+    }
+    for (const auto& f : *families) {
+      if (f.text == "debian") {
+        step_.families.insert(OsFamily::kDebian);
+      } else if (f.text == "rhel") {
+        step_.families.insert(OsFamily::kRhel);
+      } else {
+        source_.Error(f.where, yaml::UnknownName("OS family", f.text, FamilyNames()));
+      }
+    }
+    // An empty set means "every family"; an explicit [] surely did not.
+    if (families->empty()) {
+      source_.Error(m_.ValueWhere("os"), "expected at least one of debian, rhel");
+    }
+  }
+
+  void Conditions() {
+    for (const auto& c : m_.StringList("when").value_or(std::vector<Scalar>{})) {
+      auto it = std::find(ConditionNames().begin(), ConditionNames().end(), c.text);
+      if (it == ConditionNames().end()) {
+        source_.Error(c.where, yaml::UnknownName("condition", c.text, ConditionNames()));
+        continue;
+      }
+      step_.when.push_back(static_cast<StepCondition>(it - ConditionNames().begin()));
+    }
+  }
+
+  void Depends() {
+    for (const auto& item : m_.List("depends").value_or(std::vector<YAML::Node>{})) {
+      const SourceLocation where = source_.Where(item);
+      if (item.IsScalar()) {
+        step_.depends.push_back({item.Scalar(), std::nullopt, where});
+        continue;
+      }
+      if (!item.IsMap()) {
+        source_.Error(
+            where, fmt::format("expected a step id or {{step, on}}, got {}", yaml::Describe(item)));
+        continue;
+      }
+      MapReader d(source_, item, {"step", "on"});
+      d.Require({"step"});
+      StepDependency dep{"", std::nullopt, d.ValueWhere("step")};
+      d.Read("step", dep.step);
+      if (auto on = d.String("on")) {
+        dep.on_role = ParseRole(on->text);
+        if (!dep.on_role) {
+          source_.Error(on->where, yaml::UnknownName("role", on->text, RoleNames()));
+        }
+      }
+      if (!dep.step.empty()) {
+        step_.depends.push_back(dep);
+      }
+    }
+  }
+
+  void Names(std::string_view key, std::vector<std::string>& out) {
+    for (auto& n : m_.StringList(key).value_or(std::vector<Scalar>{})) {
+      if (key == "params" && !IsKnownParameter(n.text)) {
+        source_.Error(n.where, yaml::UnknownName("parameter", n.text, KnownParameters()));
+      } else if (key == "secrets" && !IsKnownSecret(n.text)) {
+        source_.Error(n.where, yaml::UnknownName("secret", n.text, KnownSecrets()));
+      }
+      out.push_back(std::move(n.text));
+    }
+  }
+
+  void Inputs() {
+    std::vector<std::string> seen;
+    for (const auto& item : m_.List("inputs").value_or(std::vector<YAML::Node>{})) {
+      MapReader in(source_, item, {"name", "from", "each", "script", "secret"});
+      if (!in.ok()) {
+        continue;
+      }
+      in.Require({"name", "script"});
+      StepInput input;
+      input.where = in.where();
+      if (auto name = in.String("name")) {
+        input.name = name->text;
+        const bool valid =
+            !name->text.empty() && std::all_of(name->text.begin(), name->text.end(), [](char c) {
+              return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+            });
+        if (!valid) {
+          source_.Error(name->where, fmt::format("invalid input name '{}': use lower-case "
+                                                 "letters, digits and '_'",
+                                                 name->text));
+        } else if (IsKnownParameter(name->text) || IsKnownSecret(name->text) ||
+                   std::find(seen.begin(), seen.end(), name->text) != seen.end()) {
+          // Each is exported as GPUCTL_<NAME>: one would hide the other.
+          source_.Error(name->where,
+                        fmt::format("input '{}' clashes with a parameter, a secret or another "
+                                    "input of the same name",
+                                    name->text));
+        }
+        seen.push_back(name->text);
+      }
+      if (auto from = in.String("from")) {
+        if (auto role = ParseRole(from->text)) {
+          input.from = *role;
+        } else {
+          source_.Error(from->where, yaml::UnknownName("role", from->text, RoleNames()));
+        }
+      }
+      Script(in, "script", input.script);
+      in.Read("secret", input.secret);
+      in.Read("each", input.each);
+      if (input.secret && input.each) {
+        // A secret is the master's own (a token, a key); one from every node
+        // would be a secret per node, which nothing needs.
+        source_.Error(
+            input.where,
+            fmt::format("input '{}': a secret input is read from one node, not each", input.name));
+      }
+      step_.inputs.push_back(std::move(input));
+    }
+  }
+
+  // False when absent or not text (the latter reported).
+  bool Script(MapReader& m, std::string_view key, std::string& out) {
+    auto s = m.String(key);
+    if (!s) {
+      return false;
+    }
+    if (s->text.find_first_not_of(" \t\r\n") == std::string::npos) {
+      source_.Error(s->where, fmt::format("empty {} script", key));
+    }
+    out = s->text;
+    return true;
+  }
+
+  // `common:` goes at the head of the probe, each change and the verify
+  // (after verify has defaulted to the probe, so it gets it once), where
+  // the prelude's functions are already defined. Nothing after the loader
+  // needs to know it exists.
+  void Common() {
+    if (!Script(m_, "common", step_.common) || step_.common.empty()) {
+      return;
+    }
+    if (step_.common.back() != '\n') {
+      step_.common += '\n';
+    }
+    step_.probe.insert(0, step_.common);
+    step_.verify.insert(0, step_.common);
+    for (auto& [family, script] : step_.change) {
+      script.insert(0, step_.common);
+    }
+  }
+
+  void Change() {
+    auto change = m_.Map("change", {"apt", "dnf", "any"});
+    if (!change) {
+      return;
+    }
+    const std::pair<const char*, OsFamily> keys[] = {{"apt", OsFamily::kDebian},
+                                                     {"dnf", OsFamily::kRhel}};
+    if (change->Has("any")) {
+      for (const auto& [key, family] : keys) {
+        if (change->Has(key)) {
+          source_.Error(change->KeyWhere(key),
+                        fmt::format("'{}' beside 'any': 'any' already covers every family", key));
+        }
+      }
+      if (std::string script; Script(*change, "any", script)) {
+        step_.change[OsFamily::kDebian] = script;
+        step_.change[OsFamily::kRhel] = script;
+      }
+      return;
+    }
+    for (const auto& [key, family] : keys) {
+      if (std::string script; Script(*change, key, script)) {
+        step_.change[family] = script;
+      }
+    }
+    // A step must be able to change every family it runs on, or apply would
+    // find a node it cannot fix.
+    for (const auto& [key, family] : keys) {
+      const bool runs = step_.families.empty() || step_.families.count(family) > 0;
+      if (runs && !change->Has(key)) {
+        source_.Error(m_.KeyWhere("change"),
+                      fmt::format("change has no '{}' (or 'any') script, but the step runs on "
+                                  "{}{}",
+                                  key, ToString(family),
+                                  step_.families.empty() ? " (no 'os' list: every family)" : ""));
+      }
+    }
+  }
+
+  yaml::Source& source_;
+  MapReader& m_;
+  Step& step_;
+};
+
+}  // namespace
+
+std::string_view ConditionName(StepCondition condition) {
+  return ConditionNames()[static_cast<std::size_t>(condition)];
+}
+
+const std::vector<std::string>& ConditionNames() {
+  // In StepCondition's order.
+  static const std::vector<std::string> kNames = {
+      "always",     "has_gpus",         "has_ib",      "nfs",
+      "nfs_server", "nfs_client",       "kubernetes",  "slurm",
+      "docker",     "registry_mirrors", "docker_repo", "epel_repo"};
+  return kNames;
+}
+
+void ReadPlaybook(yaml::Source& source, const YAML::Node& root, std::vector<Step>& out) {
+  MapReader top(source, root, {"steps"});
+  if (!top.ok()) {
+    return;
+  }
+  top.Require({"steps"});
+  for (const auto& item : top.List("steps").value_or(std::vector<YAML::Node>{})) {
+    MapReader m(source, item, StepKeys());
+    if (!m.ok()) {
+      continue;
+    }
+    Step step;
+    step.file = source.file();
+    step.where = m.where();
+    StepReader(source, m, step).Read();
+    out.push_back(std::move(step));
+  }
+}
+
+}  // namespace gpuctl::detail
+
+namespace gpuctl {
+
+std::string_view ToString(StepCondition condition) { return detail::ConditionName(condition); }
+
+}  // namespace gpuctl

@@ -1,0 +1,437 @@
+#include "gpuctl/model/params.h"
+#include "gpuctl/util/text.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <set>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "gpuctl/model/repositories.h"
+#include "gpuctl/model/syntax.h"
+#include "gpuctl/model/value_kinds.h"
+#include "gpuctl/model/yaml_source.h"
+
+namespace gpuctl {
+
+RenderError::RenderError(const std::string& parameter, const std::string& problem)
+    : std::logic_error(fmt::format("internal error: parameter {} would be written with {}; the "
+                                   "inventory loader should have refused the value",
+                                   parameter, problem)) {}
+
+namespace {
+
+// The line-oriented parameters: one record a line, fields split at spaces
+// (the scripts read them with awk, `read` or `for`). Every other parameter
+// is a single value. Each record is built by Fields(), which refuses a
+// field that would break the format.
+bool IsMultiLine(const std::string& name) {
+  static const std::set<std::string> kNames = {
+      "gpu_counts", "gpu_nodes",        "gpu_workers", "hosts",           "nfs_exports",
+      "nfs_mounts", "registry_mirrors", "slurm_nodes", "slurm_partitions"};
+  return kNames.count(name) > 0 || name.rfind("repo_", 0) == 0;
+}
+
+// The first character of `text` that is not allowed in a field of a
+// line-oriented value ("a line break", "whitespace"); "" when none.
+std::string BadFieldChar(std::string_view text) {
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u <= 0x20 || u == 0x7f) {
+      return DescribeChar(c);
+    }
+  }
+  return "";
+}
+
+// One record of the line-oriented parameter `param`: the fields joined by a
+// space. A field with a line break would start a record of its own (another
+// /etc/exports or fstab line, another Slurm partition), one with a space
+// would shift the fields after it: either is a bug upstream, never written.
+std::string Fields(std::string_view param, std::initializer_list<std::string_view> fields) {
+  std::string line;
+  for (std::string_view field : fields) {
+    if (const std::string bad = BadFieldChar(field); !bad.empty()) {
+      throw RenderError(std::string(param), fmt::format("a field holding {}", bad));
+    }
+    if (!line.empty()) {
+      line += ' ';
+    }
+    line += field;
+  }
+  return line;
+}
+
+// A single-line parameter's value, or one value of a key=value record.
+void CheckSingleLine(std::string_view param, std::string_view value) {
+  for (char c : value) {
+    if (c == '\n' || c == '\r' || c == '\0') {
+      throw RenderError(std::string(param), fmt::format("a value holding {}", DescribeChar(c)));
+    }
+  }
+}
+
+std::string Bool(bool value) { return value ? "true" : "false"; }
+
+std::string Names(const std::vector<const Node*>& nodes, std::string_view separator) {
+  std::vector<std::string> names;
+  names.reserve(nodes.size());
+  for (const Node* n : nodes) {
+    names.push_back(n->name);
+  }
+  return Join(names, separator);
+}
+
+std::string Roles(const Node& node) {
+  std::vector<std::string> roles;
+  for (Role r : node.roles) {
+    roles.push_back(ToString(r));
+  }
+  return Join(roles, " ");
+}
+
+std::string IbPorts(const Node& node) {
+  std::vector<std::string> ports;
+  ports.reserve(node.hardware.ib.size());
+  for (const auto& p : node.hardware.ib) {
+    ports.push_back(Fields("ib_ports", {fmt::format("{}:{}:{}", p.device, p.port, p.rate_gbps)}));
+  }
+  return Join(ports, " ");
+}
+
+// One line per worker with GPUs: "name gpus dev:port,dev:port" ("-" when the
+// node has no IB port), for the validation steps run from the master.
+std::string GpuWorkers(const Inventory& inv) {
+  std::vector<std::string> lines;
+  for (const Node* n : inv.WithRole(Role::kWorker)) {
+    if (n->GpuCount() == 0) {
+      continue;
+    }
+    std::vector<std::string> ports;
+    for (const auto& p : n->hardware.ib) {
+      ports.push_back(fmt::format("{}:{}", p.device, p.port));
+    }
+    lines.push_back(Fields("gpu_workers", {n->name, std::to_string(n->GpuCount()),
+                                           ports.empty() ? "-" : Join(ports, ",")}));
+  }
+  return Join(lines, "\n");
+}
+
+// /etc/hosts lines: every management address, then the IB addresses as
+// <name>-ib so MPI and NCCL can be pointed at the fabric by name.
+std::string Hosts(const Inventory& inv) {
+  std::vector<std::string> lines;
+  for (const auto& n : inv.nodes) {
+    lines.push_back(Fields("hosts", {n.address, n.name}));
+  }
+  for (const auto& n : inv.nodes) {
+    if (!n.ib_address.empty()) {
+      lines.push_back(Fields("hosts", {n.ib_address, n.name + "-ib"}));
+    }
+  }
+  return Join(lines, "\n");
+}
+
+// One "<name> <address>" line per node whose hardware declares GPUs, in
+// inventory order: what a monitoring server scrapes (dcgm-exporter).
+std::string GpuNodes(const Inventory& inv) {
+  std::vector<std::string> lines;
+  for (const auto& n : inv.nodes) {
+    if (n.GpuCount() > 0) {
+      lines.push_back(Fields("gpu_nodes", {n.name, n.address}));
+    }
+  }
+  return Join(lines, "\n");
+}
+
+// "name count" per Kubernetes node (master or worker) with GPUs, one a line:
+// what each should advertise as allocatable nvidia.com/gpu.
+std::string GpuCounts(const Inventory& inv) {
+  std::vector<std::string> lines;
+  for (const auto& n : inv.nodes) {
+    if ((n.Has(Role::kMaster) || n.Has(Role::kWorker)) && n.GpuCount() > 0) {
+      lines.push_back(Fields("gpu_counts", {n.name, std::to_string(n.GpuCount())}));
+    }
+  }
+  return Join(lines, "\n");
+}
+
+void AddNfs(const Inventory& inv, std::map<std::string, std::string>& values) {
+  const Node* server = inv.NfsServer();
+  values["nfs_server_name"] = server != nullptr ? server->name : "";
+  values["nfs_server_address"] = server != nullptr ? server->address : "";
+  std::vector<std::string> exports;
+  std::vector<std::string> mounts;
+  if (inv.nfs && server != nullptr) {
+    for (const auto& e : inv.nfs->exports) {
+      exports.push_back(Fields("nfs_exports", {e.path, e.clients}));
+    }
+    // mount(8) wants an IPv6 server in brackets before the ':'.
+    const std::string host =
+        IsIpv6(server->address) ? fmt::format("[{}]", server->address) : server->address;
+    for (const auto& m : inv.nfs->mounts) {
+      mounts.push_back(Fields(
+          "nfs_mounts", {fmt::format("{}:{}", host, m.export_path), m.mount_point, m.options}));
+    }
+  }
+  values["nfs_exports"] = Join(exports, "\n");
+  values["nfs_mounts"] = Join(mounts, "\n");
+}
+
+void AddSlurm(const Inventory& inv, std::map<std::string, std::string>& values) {
+  std::vector<std::string> partitions;
+  if (inv.slurm) {
+    for (const auto& p : inv.slurm->partitions) {
+      // A partition without nodes means every worker (inventory.h).
+      std::string nodes = Join(p.nodes, ",");
+      if (p.nodes.empty()) {
+        nodes = Names(inv.WithRole(Role::kWorker), ",");
+      }
+      partitions.push_back(
+          Fields("slurm_partitions", {p.name, nodes, p.is_default ? "YES" : "NO"}));
+    }
+  }
+  values["slurm_cluster_name"] =
+      !inv.slurm ? "" : (inv.slurm->cluster_name.empty() ? inv.cluster : inv.slurm->cluster_name);
+  values["slurm_partitions"] = Join(partitions, "\n");
+  // Every worker is a Slurm node: "name address gpus", so each node can write
+  // the same slurm.conf (NodeName lines with Gres=gpu:N).
+  std::vector<std::string> nodes;
+  if (inv.slurm) {
+    for (const Node* n : inv.WithRole(Role::kWorker)) {
+      nodes.push_back(Fields("slurm_nodes", {n->name, n->address, std::to_string(n->GpuCount())}));
+    }
+  }
+  values["slurm_nodes"] = Join(nodes, "\n");
+}
+
+// Where gpuctl fetches from when the inventory names no mirror: flannel's
+// release manifest and NVIDIA's chart repository. They live here, not in the
+// playbooks, so a script run for an air-gapped inventory never names them.
+constexpr const char* kFlannelManifest =
+    "https://github.com/flannel-io/flannel/releases/download/v0.26.1/kube-flannel.yml";
+constexpr const char* kNgcCharts = "https://helm.ngc.nvidia.com/nvidia";
+
+// "registry mirror server" per mirrored registry, one a line (sorted by
+// registry): what containers.registry-mirrors writes as hosts.toml files.
+// containerd tries the mirror first and falls back to `server`: the registry
+// itself (docker.io's API is registry-1.docker.io), except on an air-gapped
+// site, where the fallback is the mirror again, so no node ever tries the
+// internet and no script names it.
+std::string RegistryMirrors(const Inventory& inv) {
+  std::vector<std::string> lines;
+  for (const auto& [registry, mirror] : inv.mirrors.registries) {
+    const std::string upstream =
+        "https://" + (registry == "docker.io" ? std::string("registry-1.docker.io") : registry);
+    lines.push_back(
+        Fields("registry_mirrors", {registry, mirror, inv.policy.air_gapped ? mirror : upstream}));
+  }
+  return Join(lines, "\n");
+}
+
+// repo_<name> per known repository ('-' as '_'): its description for the
+// node (repositories.h), empty when the node's OS has no such repository. One
+// parameter per repository, so a repos.* step's digest changes exactly when
+// its own repository does.
+void AddRepositories(const Inventory& inv, const Node& node,
+                     std::map<std::string, std::string>& values) {
+  for (const std::string& name : RepositoryNames()) {
+    std::string key = "repo_" + name;
+    std::replace(key.begin(), key.end(), '-', '_');
+    const auto repo = ResolveRepository(name, inv, node);
+    if (repo) {
+      // One key=value a line: a value with a line break would add a key.
+      for (const std::string* field : {&repo->uri, &repo->suites, &repo->components, &repo->baseurl,
+                                       &repo->key, &repo->fingerprint}) {
+        CheckSingleLine(key, *field);
+      }
+    }
+    values[key] = repo ? repo->Describe() : "";
+  }
+}
+
+// A threshold a deep validation compares with; empty when there is none.
+std::string Threshold(int value) { return value > 0 ? std::to_string(value) : ""; }
+
+}  // namespace
+
+const std::vector<std::string>& KnownParameters() {
+  static const std::vector<std::string> kNames = [] {
+    std::vector<std::string> names = {
+        "cluster",
+        "cni",
+        "cni_manifest",
+        "container_toolkit_version",
+        "cuda_version",
+        "cudnn_version",
+        "disable_firewall",
+        "disable_selinux",
+        "docker",
+        "driver_branch",
+        "gpu_count",
+        "gpu_model",
+        "gpu_counts",
+        "gpu_nodes",
+        "gpu_operator_chart",
+        "gpu_operator_version",
+        "gpu_workers",
+        "hosts",
+        "ib_min_bw",
+        "ib_ports",
+        "kubernetes_version",
+        "master_address",
+        "master_name",
+        "nccl_min_busbw",
+        "nccl_version",
+        "nfs_exports",
+        "nfs_mounts",
+        "nfs_server_address",
+        "nfs_server_name",
+        "node_address",
+        "node_name",
+        "node_roles",
+        "ntp_servers",
+        "ofed_version",
+        "orchestrator",
+        "os_family",
+        "os_id",
+        "os_version",
+        "pod_cidr",
+        "registry_mirrors",
+        "repo_container_toolkit",
+        "repo_cuda",
+        "repo_docker",
+        "repo_epel",
+        "repo_helm",
+        "repo_kubernetes",
+        "repo_ofed",
+        "service_cidr",
+        "slurm_cluster_name",
+        "slurm_nodes",
+        "slurm_partitions",
+        "slurm_version",
+        "subnet",
+        "worker_names",
+    };
+    std::sort(names.begin(), names.end());
+    return names;
+  }();
+  return kNames;
+}
+
+bool IsKnownParameter(const std::string& name) {
+  const auto& names = KnownParameters();
+  return std::binary_search(names.begin(), names.end(), name);
+}
+
+std::map<std::string, std::string> ParameterValues(const Inventory& inventory, const Node& node) {
+  const Inventory& inv = inventory;
+  const Versions& v = inv.versions;
+  const Node* master = inv.Master();
+  std::map<std::string, std::string> values = {
+      {"node_name", node.name},
+      {"node_address", node.address},
+      {"node_roles", Roles(node)},
+      {"os_id", node.os.id},
+      {"os_version", node.os.version},
+      {"os_family", ToString(node.os.family)},
+      {"cluster", inv.cluster},
+      {"driver_branch", v.driver_branch},
+      {"cuda_version", v.cuda},
+      {"cudnn_version", v.cudnn},
+      {"nccl_version", v.nccl},
+      {"ofed_version", v.ofed},
+      {"container_toolkit_version", v.container_toolkit},
+      {"kubernetes_version", v.kubernetes},
+      {"cni", v.cni},
+      {"gpu_operator_version", v.gpu_operator},
+      {"slurm_version", v.slurm},
+      {"gpu_model", node.hardware.gpus ? node.hardware.gpus->model : ""},
+      {"gpu_count", std::to_string(node.GpuCount())},
+      {"gpu_nodes", GpuNodes(inv)},
+      {"gpu_counts", GpuCounts(inv)},
+      {"ib_ports", IbPorts(node)},
+      {"pod_cidr", inv.network.pod_cidr},
+      {"service_cidr", inv.network.service_cidr},
+      {"subnet", inv.network.subnet},
+      {"ntp_servers", fmt::format("{}", fmt::join(inv.network.ntp_servers, " "))},
+      {"master_name", master != nullptr ? master->name : ""},
+      {"master_address", master != nullptr ? master->address : ""},
+      {"hosts", Hosts(inv)},
+      {"worker_names", Names(inv.WithRole(Role::kWorker), " ")},
+      {"gpu_workers", GpuWorkers(inv)},
+      {"orchestrator", ToString(inv.orchestrator)},
+      {"disable_firewall", Bool(inv.policy.disable_firewall)},
+      {"disable_selinux", Bool(inv.policy.disable_selinux)},
+      {"docker", Bool(inv.policy.docker)},
+      {"nccl_min_busbw", Threshold(inv.validation.nccl_min_busbw_gbps)},
+      {"ib_min_bw", Threshold(inv.validation.ib_min_bw_gbps)},
+      {"cni_manifest",
+       inv.mirrors.cni_manifest.empty() ? kFlannelManifest : inv.mirrors.cni_manifest},
+      {"gpu_operator_chart",
+       inv.mirrors.gpu_operator_chart.empty() ? kNgcCharts : inv.mirrors.gpu_operator_chart},
+      {"registry_mirrors", RegistryMirrors(inv)},
+  };
+  AddNfs(inv, values);
+  AddSlurm(inv, values);
+  AddRepositories(inv, node, values);
+  for (const auto& [name, value] : values) {
+    if (!IsMultiLine(name)) {
+      CheckSingleLine(name, value);
+    }
+  }
+  return values;
+}
+
+std::map<std::string, std::string> StepEnvironment(const std::vector<std::string>& names,
+                                                   const Inventory& inventory, const Node& node) {
+  const auto values = ParameterValues(inventory, node);
+  std::map<std::string, std::string> env;
+  for (const auto& name : names) {
+    auto it = values.find(name);
+    if (it == values.end()) {
+      // The catalog loader rejects unknown names, so this is a bug, not input.
+      throw std::invalid_argument(fmt::format("unknown step parameter '{}'", name));
+    }
+    env[ExportName(name)] = it->second;
+  }
+  return env;
+}
+
+std::string ExportName(const std::string& name) {
+  std::string upper = name;
+  std::transform(upper.begin(), upper.end(), upper.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  return "GPUCTL_" + upper;
+}
+
+const std::vector<std::string>& KnownSecrets() {
+  static const std::vector<std::string> kNames = {"munge_key"};
+  return kNames;
+}
+
+bool IsKnownSecret(const std::string& name) {
+  const auto& names = KnownSecrets();
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+std::map<std::string, std::string> SecretEnvironment(const std::vector<std::string>& names,
+                                                     const Inventory& inventory) {
+  std::map<std::string, std::string> env;
+  for (const auto& name : names) {
+    std::string variable;
+    if (name == "munge_key" && inventory.slurm) {
+      variable = inventory.slurm->munge_key_env;
+    }
+    const char* value = variable.empty() ? nullptr : std::getenv(variable.c_str());
+    if (value != nullptr && *value != '\0') {
+      env[ExportName(name)] = value;
+    }
+  }
+  return env;
+}
+
+}  // namespace gpuctl

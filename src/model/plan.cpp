@@ -1,0 +1,286 @@
+#include "gpuctl/model/plan.h"
+
+#include <algorithm>
+#include <array>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "gpuctl/model/params.h"
+#include "gpuctl/util/digest.h"
+
+namespace gpuctl {
+namespace {
+
+constexpr std::array<std::pair<ItemState, const char*>, 10> kStateNames{{
+    {ItemState::kUnprobed, "unprobed"},
+    {ItemState::kSatisfied, "ok"},
+    {ItemState::kNeedsChange, "change"},
+    {ItemState::kKnownAfterApply, "known-after-apply"},
+    {ItemState::kNeedsAttention, "attention"},
+    {ItemState::kProbeFailed, "probe-failed"},
+    {ItemState::kUnreachable, "unreachable"},
+    {ItemState::kApplied, "applied"},
+    {ItemState::kFailed, "failed"},
+    {ItemState::kBlocked, "blocked"},
+}};
+
+// Steps that apply to `node`, ordered so each comes after its same-node
+// dependencies; among independent steps, catalog order wins (a stable
+// topological sort), which keeps plans identical from run to run.
+std::vector<const Step*> OrderedStepsFor(const Node& node, const Inventory& inventory,
+                                         const Catalog& catalog, PlanScope scope) {
+  std::vector<const Step*> applicable;
+  for (const auto& step : catalog.steps()) {
+    if (step.deep && scope != PlanScope::kDeepCheck) {
+      continue;
+    }
+    if (step.AppliesTo(node, inventory)) {
+      applicable.push_back(&step);
+    }
+  }
+  std::vector<const Step*> ordered;
+  std::vector<bool> placed(applicable.size(), false);
+  auto is_placed = [&](const std::string& id) -> bool {
+    for (std::size_t i = 0; i < applicable.size(); ++i) {
+      if (applicable[i]->id == id) {
+        return placed[i];
+      }
+    }
+    return true;  // not applicable here: nothing to wait for
+  };
+  while (ordered.size() < applicable.size()) {
+    bool progressed = false;
+    for (std::size_t i = 0; i < applicable.size(); ++i) {
+      if (placed[i]) {
+        continue;
+      }
+      const bool ready = std::all_of(
+          applicable[i]->depends.begin(), applicable[i]->depends.end(),
+          [&](const StepDependency& d) { return d.on_role.has_value() || is_placed(d.step); });
+      if (ready) {
+        placed[i] = true;
+        ordered.push_back(applicable[i]);
+        progressed = true;
+        break;  // restart from the top so catalog order is preferred
+      }
+    }
+    if (!progressed) {
+      // The catalog loader rejects cycles; keep the remaining ones in catalog
+      // order rather than loop forever if a hand-built catalog has one.
+      for (std::size_t i = 0; i < applicable.size(); ++i) {
+        if (!placed[i]) {
+          placed[i] = true;
+          ordered.push_back(applicable[i]);
+        }
+      }
+    }
+  }
+  return ordered;
+}
+
+std::string ItemDigest(const Step& step, const std::map<std::string, std::string>& env,
+                       const std::string& prelude) {
+  std::string text = prelude + '\n' + step.id + '\n' + step.probe + '\n' + step.verify + '\n';
+  for (const auto& [family, script] : step.change) {
+    text += ToString(family) + ':' + script + '\n';
+  }
+  for (const auto& [key, value] : env) {
+    text += key + '=' + value + '\n';
+  }
+  // What an input runs is part of the step; what it returns is not (a join
+  // command differs on every run, and a secret must not shape a digest).
+  for (const auto& input : step.inputs) {
+    text += "input " + input.name + '@' + ToString(input.from) + ':' + input.script + '\n';
+  }
+  for (const auto& secret : step.secrets) {
+    text += "secret " + secret + '\n';
+  }
+  text += step.reboot ? "reboot\n" : "";
+  return Digest(text);
+}
+
+}  // namespace
+
+std::string ToString(ItemState state) {
+  for (const auto& [s, name] : kStateNames) {
+    if (s == state) {
+      return name;
+    }
+  }
+  return "unknown";
+}
+
+bool ParseItemState(const std::string& text, ItemState& state) {
+  for (const auto& [s, name] : kStateNames) {
+    if (text == name) {
+      state = s;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string PlanSummary::Line() const {
+  std::string line =
+      fmt::format("{} node{}: {} to change, {} ok", nodes, nodes == 1 ? "" : "s", to_change, ok);
+  if (known_after_apply > 0) {
+    line += fmt::format(", {} known after apply", known_after_apply);
+  }
+  if (attention > 0) {
+    line += fmt::format(", {} apply cannot fix", attention);
+  }
+  if (!rebooting_nodes.empty()) {
+    line += fmt::format(", {} node{} to reboot", rebooting_nodes.size(),
+                        rebooting_nodes.size() == 1 ? "" : "s");
+  }
+  if (applied > 0) {
+    line += fmt::format(", {} applied", applied);
+  }
+  if (failed > 0) {
+    line += fmt::format(", {} failed", failed);
+  }
+  if (blocked > 0) {
+    line += fmt::format(", {} blocked", blocked);
+  }
+  if (errors > 0) {
+    line += fmt::format(", {} error{}", errors, errors == 1 ? "" : "s");
+  }
+  return line;
+}
+
+Plan Plan::Build(const Inventory& inventory, const Catalog& catalog, PlanScope scope) {
+  Plan plan;
+  for (const auto& node : inventory.nodes) {
+    plan.nodes_.push_back(node.name);
+    for (const Step* step : OrderedStepsFor(node, inventory, catalog, scope)) {
+      PlanItem item;
+      item.id = plan.items_.size();
+      item.node = node.name;
+      item.step = step->id;
+      item.env = StepEnvironment(step->params, inventory, node);
+      // The prelude's helpers pick apt or dnf by this, whatever the step declares.
+      item.env["GPUCTL_OS_FAMILY"] = ToString(node.os.family);
+      item.digest = ItemDigest(*step, item.env, catalog.prelude());
+      item.reboot = step->reboot;
+      plan.items_.push_back(std::move(item));
+    }
+  }
+  // Edges after every item exists, since cross-node ones point anywhere.
+  plan.Link();
+  for (auto& item : plan.items_) {
+    const Step* step = catalog.Find(item.step);
+    for (const auto& dep : step->depends) {
+      if (!dep.on_role) {
+        if (const PlanItem* other = plan.Find(item.node, dep.step)) {
+          item.after.push_back(other->id);
+        }
+        continue;
+      }
+      for (const Node* holder : inventory.WithRole(*dep.on_role)) {
+        if (const PlanItem* other = plan.Find(holder->name, dep.step);
+            other != nullptr && other->id != item.id) {
+          item.after.push_back(other->id);
+        }
+      }
+    }
+    std::sort(item.after.begin(), item.after.end());
+    item.after.erase(std::unique(item.after.begin(), item.after.end()), item.after.end());
+  }
+  plan.Link();
+  return plan;
+}
+
+Plan Plan::FromItems(std::vector<std::string> nodes, std::vector<PlanItem> items) {
+  Plan plan;
+  plan.nodes_ = std::move(nodes);
+  plan.items_ = std::move(items);
+  plan.Link();
+  return plan;
+}
+
+void Plan::Link() {
+  index_.clear();
+  for (auto& item : items_) {
+    item.before.clear();
+    index_[{item.node, item.step}] = item.id;
+  }
+  for (const auto& item : items_) {
+    for (const std::size_t dep : item.after) {
+      items_.at(dep).before.push_back(item.id);
+    }
+  }
+}
+
+PlanItem* Plan::Find(const std::string& node, const std::string& step) {
+  return const_cast<PlanItem*>(std::as_const(*this).Find(node, step));
+}
+
+const PlanItem* Plan::Find(const std::string& node, const std::string& step) const {
+  auto it = index_.find({node, step});
+  return it == index_.end() ? nullptr : &items_[it->second];
+}
+
+void Plan::MarkUnreachable(const std::string& node, const std::string& reason) {
+  for (auto& item : items_) {
+    if (item.node == node) {
+      item.state = ItemState::kUnreachable;
+      item.detail = reason;
+    }
+  }
+}
+
+std::vector<std::size_t> Plan::ItemsOf(const std::string& node) const {
+  std::vector<std::size_t> ids;
+  for (const auto& item : items_) {
+    if (item.node == node) {
+      ids.push_back(item.id);
+    }
+  }
+  return ids;
+}
+
+PlanSummary Plan::Summarize() const {
+  PlanSummary s;
+  s.nodes = nodes_.size();
+  for (const auto& item : items_) {
+    const bool pending =
+        item.state == ItemState::kNeedsChange || item.state == ItemState::kKnownAfterApply;
+    if (pending && item.reboot &&
+        (s.rebooting_nodes.empty() || s.rebooting_nodes.back() != item.node)) {
+      s.rebooting_nodes.push_back(item.node);  // items are grouped by node
+    }
+    switch (item.state) {
+      case ItemState::kSatisfied:
+        ++s.ok;
+        break;
+      case ItemState::kNeedsChange:
+        ++s.to_change;
+        break;
+      case ItemState::kKnownAfterApply:
+        ++s.known_after_apply;
+        break;
+      case ItemState::kNeedsAttention:
+        ++s.attention;
+        break;
+      case ItemState::kProbeFailed:
+      case ItemState::kUnreachable:
+        ++s.errors;
+        break;
+      case ItemState::kApplied:
+        ++s.applied;
+        break;
+      case ItemState::kFailed:
+        ++s.failed;
+        break;
+      case ItemState::kBlocked:
+        ++s.blocked;
+        break;
+      case ItemState::kUnprobed:
+        break;
+    }
+  }
+  return s;
+}
+
+}  // namespace gpuctl

@@ -1,0 +1,385 @@
+// The value kinds of include/gpuctl/model/value_kinds.h. Each check first looks
+// for a character the kind never holds and names it, so that the message for
+// a hostile value ("a line break", "'$'") says what is wrong with it even
+// when other rules would also fail.
+#include "gpuctl/model/value_kinds.h"
+
+#include <algorithm>
+#include <cstddef>
+
+#include <fmt/format.h>
+
+#include "gpuctl/model/syntax.h"
+
+namespace gpuctl {
+
+namespace {
+
+constexpr std::size_t kMaxPath = 4095;  // PATH_MAX less its terminating NUL
+constexpr std::size_t kMaxName = 64;    // Slurm's and the kernel's name buffers
+constexpr std::size_t kMaxGpuModel = 96;
+constexpr std::size_t kMaxUrl = 2048;
+constexpr std::size_t kMaxEnvName = 128;
+constexpr std::size_t kMaxUserName = 32;
+constexpr std::size_t kMaxInterface = 15;
+constexpr std::size_t kMaxOptions = 1024;
+constexpr int kMaxPort = 65535;
+
+bool IsLetter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+bool IsAlnum(char c) { return IsLetter(c) || IsDigit(c); }
+bool In(char c, std::string_view set) { return set.find(c) != std::string_view::npos; }
+
+// Characters a path on a node or a URL may hold: enough for real layouts
+// (versions, %-escapes, ~user, a:b) and nothing a shell, an /etc/exports or
+// fstab line, a TOML string or a YAML scalar reads specially ($, `, quotes,
+// \, ;, &, |, spaces, newlines, #, ?, *).
+bool PathChar(char c) { return IsAlnum(c) || In(c, "-._~/%+:@=,"); }
+bool NameChar(char c) { return IsAlnum(c) || In(c, "_-."); }
+
+// The first character of `text` that `ok` refuses, described; "" when none.
+template <typename Ok>
+std::string FirstBad(std::string_view text, Ok ok) {
+  for (char c : text) {
+    if (!ok(c)) {
+      return DescribeChar(c);
+    }
+  }
+  return "";
+}
+
+std::string TooLong(std::string_view text, std::size_t max) {
+  return text.size() > max ? fmt::format("longer than {} characters", max) : "";
+}
+
+bool HasDotDot(std::string_view path) {
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    const std::size_t slash = path.find('/', start);
+    const std::size_t end = slash == std::string_view::npos ? path.size() : slash;
+    if (path.substr(start, end - start) == "..") {
+      return true;
+    }
+    if (slash == std::string_view::npos) {
+      break;
+    }
+    start = slash + 1;
+  }
+  return false;
+}
+
+// Shared by the name kinds: empty, then a bad character, then the first
+// character, then the length.
+std::string NameProblem(std::string_view text, std::size_t max, bool (*first_ok)(char),
+                        std::string_view first_rule, bool (*char_ok)(char),
+                        std::string_view chars) {
+  if (text.empty()) {
+    return "expected a name, got an empty string";
+  }
+  if (std::string bad = FirstBad(text, char_ok); !bad.empty()) {
+    return fmt::format("may not contain {} (only {})", bad, chars);
+  }
+  if (!first_ok(text.front())) {
+    return fmt::format("must start with {}", first_rule);
+  }
+  return TooLong(text, max);
+}
+
+bool StartsAlnum(char c) { return IsAlnum(c); }
+
+}  // namespace
+
+std::string DescribeChar(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  if (c == '\n' || c == '\r') return "a line break";
+  if (c == ' ' || c == '\t') return "whitespace";
+  if (c == '\0') return "a NUL character";
+  if (u < 0x20 || u == 0x7f) return fmt::format("a control character (0x{:02x})", u);
+  if (u >= 0x80) return "a non-ASCII character";
+  return fmt::format("'{}'", c);
+}
+
+std::string ShownValue(std::string_view text) {
+  constexpr std::size_t kMaxShown = 64;
+  const bool printable = std::all_of(text.begin(), text.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u >= 0x20 && u < 0x7f;
+  });
+  return printable && text.size() <= kMaxShown ? fmt::format(" '{}'", text) : "";
+}
+
+std::string HostNameProblem(std::string_view text) {
+  if (text.empty()) {
+    return "expected a host name, got an empty string";
+  }
+  if (std::string bad = FirstBad(text, [](char c) { return IsAlnum(c) || In(c, "-."); });
+      !bad.empty()) {
+    return fmt::format("a host name may not contain {} (letters, digits, '-' and '.' only)", bad);
+  }
+  if (!IsHostname(text)) {
+    return "not a host name (RFC 1123: dot-separated labels of 1-63 letters, digits and '-', "
+           "not starting or ending with '-', at most 253 characters, not all digits)";
+  }
+  return "";
+}
+
+std::string AddressProblem(std::string_view text) {
+  if (text.empty()) {
+    return "expected an address, got an empty string";
+  }
+  if (std::string bad = FirstBad(text, [](char c) { return IsAlnum(c) || In(c, "-.:"); });
+      !bad.empty()) {
+    return fmt::format("an address may not contain {}", bad);
+  }
+  if (!IsAddress(text)) {
+    return "expected an IPv4 address, an IPv6 address or a host name";
+  }
+  return "";
+}
+
+std::string CidrProblem(std::string_view text) {
+  if (std::string bad = FirstBad(text, [](char c) { return IsAlnum(c) || In(c, ".:/"); });
+      !bad.empty()) {
+    return fmt::format("a CIDR may not contain {}", bad);
+  }
+  if (!IsCidr(text)) {
+    return "expected an address and a prefix length, like 10.244.0.0/16";
+  }
+  return "";
+}
+
+std::string NfsClientProblem(std::string_view text) {
+  constexpr std::string_view kExpected =
+      "expected one client as /etc/exports takes it: '*', a host name (wildcards '*' and "
+      "'?' allowed), an IP address, a network (10.0.0.0/8 or 10.0.0.0/255.0.0.0) or "
+      "@netgroup";
+  if (text.empty()) {
+    return std::string(kExpected);
+  }
+  if (std::string bad = FirstBad(text, [](char c) { return IsAlnum(c) || In(c, "-._:/*?@"); });
+      !bad.empty()) {
+    return fmt::format("an NFS client may not contain {}", bad);
+  }
+  if (text == "*" || IsIpv4(text) || IsIpv6(text) || IsCidr(text)) {
+    return "";
+  }
+  if (text.front() == '@') {
+    const std::string_view group = text.substr(1);
+    const bool ok = !group.empty() && group.size() <= kMaxName && IsAlnum(group.front()) &&
+                    std::all_of(group.begin(), group.end(), NameChar);
+    return ok ? "" : "a netgroup is '@' and a name of letters, digits, '_', '-' and '.'";
+  }
+  if (const std::size_t slash = text.find('/'); slash != std::string_view::npos) {
+    if (IsIpv4(text.substr(0, slash)) && IsIpv4(text.substr(slash + 1))) {
+      return "";  // address/netmask
+    }
+    return std::string(kExpected);
+  }
+  // A wildcard host name is a host name once its wildcards stand for a letter.
+  std::string host(text);
+  std::replace_if(
+      host.begin(), host.end(), [](char c) { return c == '*' || c == '?'; }, 'a');
+  if (host.find('@') == std::string::npos && host.find(':') == std::string::npos &&
+      IsHostname(host)) {
+    return "";
+  }
+  return std::string(kExpected);
+}
+
+std::string MountOptionsProblem(std::string_view text) {
+  if (text.empty()) {
+    return "expected options, got an empty string";
+  }
+  if (std::string bad = FirstBad(text, [](char c) { return IsAlnum(c) || In(c, "_-.:+@=,"); });
+      !bad.empty()) {
+    return fmt::format(
+        "options may not contain {} (a comma-separated list of name or "
+        "name=value)",
+        bad);
+  }
+  if (std::string long_ = TooLong(text, kMaxOptions); !long_.empty()) {
+    return long_;
+  }
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    const std::string_view option = text.substr(start, comma - start);
+    const std::size_t eq = option.find('=');
+    const std::string_view name = option.substr(0, eq);
+    if (name.empty() || !(IsLetter(name.front()) || name.front() == '_') ||
+        !std::all_of(name.begin(), name.end(), NameChar)) {
+      // Only safe characters are left, so the option may be shown.
+      return fmt::format(
+          "'{}' is not an option (name or name=value; a name of letters, digits, "
+          "'_', '-' and '.', starting with a letter or '_')",
+          option.substr(0, kMaxName));
+    }
+    if (eq != std::string_view::npos) {
+      const std::string_view value = option.substr(eq + 1);
+      if (value.empty() || value.find('=') != std::string_view::npos) {
+        return fmt::format("option '{}' needs one value after '='", name);
+      }
+    }
+    if (comma == text.size()) {
+      break;
+    }
+    start = comma + 1;
+  }
+  return "";
+}
+
+std::string AbsolutePathProblem(std::string_view text) {
+  if (text.empty() || text.front() != '/') {
+    return "expected an absolute path";
+  }
+  if (std::string bad = FirstBad(text, PathChar); !bad.empty()) {
+    return fmt::format("a path may not contain {}", bad);
+  }
+  if (HasDotDot(text)) {
+    return "a path may not contain '..'";
+  }
+  return TooLong(text, kMaxPath);
+}
+
+std::string LocalPathProblem(std::string_view text) {
+  if (std::string bad = FirstBad(text,
+                                 [](char c) {
+                                   const auto u = static_cast<unsigned char>(c);
+                                   return u >= 0x20 && u != 0x7f;
+                                 });
+      !bad.empty()) {
+    return fmt::format("a path may not contain {}", bad);
+  }
+  return TooLong(text, kMaxPath);
+}
+
+std::string SlurmNameProblem(std::string_view text) {
+  return NameProblem(text, kMaxName, StartsAlnum, "a letter or a digit", NameChar,
+                     "letters, digits, '_', '-' and '.'");
+}
+
+std::string ClusterNameProblem(std::string_view text) {
+  // Also a directory name under the state directory: the same rules as a
+  // Slurm name keep it one component ('/' is refused) and never "." or "..".
+  return NameProblem(text, kMaxName, StartsAlnum, "a letter or a digit", NameChar,
+                     "letters, digits, '_', '-' and '.'");
+}
+
+std::string IbDeviceProblem(std::string_view text) {
+  return NameProblem(
+      text, kMaxName, [](char c) { return IsLetter(c); }, "a letter", NameChar,
+      "letters, digits, '_', '-' and '.'");
+}
+
+std::string GpuModelProblem(std::string_view text) {
+  if (text.empty()) {
+    return "expected a GPU model, got an empty string";
+  }
+  if (std::string bad =
+          FirstBad(text, [](char c) { return IsAlnum(c) || c == ' ' || In(c, "-_.()+"); });
+      !bad.empty()) {
+    if (bad == "whitespace") {
+      bad = "a tab";
+    }
+    return fmt::format(
+        "a GPU model may not contain {} (letters, digits, spaces and "
+        "'-_.()+' only)",
+        bad);
+  }
+  if (!IsAlnum(text.front()) || text.back() == ' ') {
+    return "a GPU model starts with a letter or a digit and does not end with a space";
+  }
+  if (text.find("  ") != std::string_view::npos) {
+    return "a GPU model has single spaces between words";
+  }
+  return TooLong(text, kMaxGpuModel);
+}
+
+std::string VersionProblem(std::string_view text) {
+  if (text.empty()) {
+    return "expected a version, got an empty string";
+  }
+  if (std::string bad = FirstBad(text, [](char c) { return IsAlnum(c) || In(c, ".-_+~"); });
+      !bad.empty()) {
+    return fmt::format("a version may not contain {} (letters, digits and '.-_+~' only)", bad);
+  }
+  if (!IsAlnum(text.front())) {
+    return "a version starts with a letter or a digit";
+  }
+  if (text.find("..") != std::string_view::npos) {
+    return "a version may not contain '..'";
+  }
+  return TooLong(text, kMaxName);
+}
+
+std::string InterfaceNameProblem(std::string_view text) {
+  return NameProblem(text, kMaxInterface, StartsAlnum, "a letter or a digit", NameChar,
+                     "letters, digits, '_', '-' and '.'");
+}
+
+std::string EnvVarNameProblem(std::string_view text) {
+  if (text.empty()) {
+    return "expected a variable name, got an empty string";
+  }
+  if (std::string bad = FirstBad(text, [](char c) { return IsAlnum(c) || c == '_'; });
+      !bad.empty()) {
+    return fmt::format("a variable name may not contain {} (letters, digits and '_' only)", bad);
+  }
+  if (IsDigit(text.front())) {
+    return "a variable name does not start with a digit";
+  }
+  return TooLong(text, kMaxEnvName);
+}
+
+std::string UserNameProblem(std::string_view text) {
+  return NameProblem(
+      text, kMaxUserName, [](char c) { return IsAlnum(c) || c == '_'; }, "a letter, a digit or '_'",
+      NameChar, "letters, digits, '_', '-' and '.'");
+}
+
+std::string UrlProblem(std::string_view text) {
+  std::string_view rest;
+  if (text.rfind("http://", 0) == 0) {
+    rest = text.substr(7);
+  } else if (text.rfind("https://", 0) == 0) {
+    rest = text.substr(8);
+  } else {
+    return "expected an http:// or https:// URL (host[:port][/path])";
+  }
+  // The whole URL first: a hostile value is named by its worst character,
+  // whichever part it hides in.
+  if (const std::string bad = FirstBad(rest, PathChar); !bad.empty()) {
+    return fmt::format("a URL may not contain {}", bad);
+  }
+  if (std::string long_ = TooLong(text, kMaxUrl); !long_.empty()) {
+    return long_;
+  }
+  const std::size_t slash = rest.find('/');
+  std::string_view authority = rest.substr(0, slash);
+  const std::string_view path = slash == std::string_view::npos ? "" : rest.substr(slash);
+  if (authority.find('@') != std::string_view::npos) {
+    return "a mirror URL may not carry credentials (user@)";
+  }
+  std::string_view host = authority;
+  if (const std::size_t colon = authority.rfind(':'); colon != std::string_view::npos) {
+    host = authority.substr(0, colon);
+    const std::string_view port = authority.substr(colon + 1);
+    const bool digits =
+        !port.empty() && port.size() <= 5 && std::all_of(port.begin(), port.end(), IsDigit);
+    if (!digits || std::stoi(std::string(port)) < 1 || std::stoi(std::string(port)) > kMaxPort) {
+      return fmt::format("invalid port '{}' (1-65535)", port);
+    }
+  }
+  if (host.empty()) {
+    return "the URL has no host";
+  }
+  if (!IsHostname(host) && !IsIpv4(host)) {
+    return fmt::format("invalid host '{}' in the URL", host);
+  }
+  if (HasDotDot(path)) {
+    return "a URL path may not contain '..'";
+  }
+  return "";
+}
+
+}  // namespace gpuctl

@@ -1,0 +1,433 @@
+#include "gpuctl/run/executor.h"
+
+#include <algorithm>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "gpuctl/run/failure_text.h"
+#include "gpuctl/run/prober.h"
+
+namespace gpuctl {
+namespace {
+
+// Something apply cannot fix (a missing GPU) is reported, and does not hold
+// back what depends on it: installing CUDA does not need all eight GPUs.
+bool IsDone(ItemState s) {
+  return s == ItemState::kSatisfied || s == ItemState::kApplied || s == ItemState::kNeedsAttention;
+}
+bool IsDead(ItemState s) {
+  return s == ItemState::kFailed || s == ItemState::kBlocked || s == ItemState::kUnreachable ||
+         s == ItemState::kProbeFailed;
+}
+
+// /run is a tmpfs on every systemd distribution, so the marker's absence after
+// reconnecting proves the node really restarted rather than refused briefly.
+constexpr const char* kRebootScript =
+    "touch /run/gpuctl-reboot-marker\n"
+    "nohup sh -c 'sleep 1; systemctl reboot || reboot' >/dev/null 2>&1 &\n";
+constexpr const char* kRebootedProbe = "test ! -e /run/gpuctl-reboot-marker\n";
+constexpr std::chrono::seconds kRebootConnectTry{3};
+constexpr std::chrono::seconds kRebootNoteEvery{30};
+
+Progress ProgressOf(ItemState state) {
+  if (IsDone(state)) {
+    return Progress::kDone;
+  }
+  return IsDead(state) ? Progress::kDead : Progress::kWaiting;
+}
+
+SchedulerLimits LimitsFor(const RunContext& context, const ApplyOptions& options) {
+  SchedulerLimits limits;
+  limits.concurrency = context.options.concurrency;
+  limits.batch = options.batch;
+  limits.fail_fast = options.fail_fast;
+  limits.max_fail_percent = options.max_fail_percent;
+  limits.total_nodes = context.inventory.nodes.size();
+  limits.interrupted = options.interrupted;
+  return limits;
+}
+
+std::vector<ScheduledItem> ScheduledItems(const Plan& plan) {
+  std::vector<ScheduledItem> items;
+  items.reserve(plan.items().size());
+  for (const PlanItem& item : plan.items()) {
+    items.push_back({item.node, item.after, ProgressOf(item.state)});
+  }
+  return items;
+}
+
+// Nodes that dropped out before apply (their lock was held, say): no walker
+// will finish or block their items.
+std::set<std::string> FailedNodes(const RunContext& context) {
+  std::set<std::string> failed;
+  for (const auto& [node, error] : context.NodeErrors()) {
+    failed.insert(node);
+  }
+  return failed;
+}
+
+}  // namespace
+
+// "10m", "1m30s", "45s": how long a reboot wait has run and may run.
+std::string Duration(std::chrono::seconds d) {
+  const auto minutes = d.count() / 60;
+  const auto seconds = d.count() % 60;
+  if (minutes == 0) {
+    return fmt::format("{}s", seconds);
+  }
+  return seconds == 0 ? fmt::format("{}m", minutes) : fmt::format("{}m{}s", minutes, seconds);
+}
+
+std::size_t ParseBatch(const std::string& text, std::size_t nodes) {
+  if (text.empty()) {
+    return 0;
+  }
+  std::size_t used = 0;
+  const unsigned long value = std::stoul(text, &used);
+  if (used == text.size()) {
+    return value;
+  }
+  if (used + 1 == text.size() && text.back() == '%' && value > 0 && value <= 100) {
+    return std::max<std::size_t>(1, nodes * value / 100);
+  }
+  throw std::invalid_argument("batch must be a count like 3 or a percentage like 25%");
+}
+
+Executor::Executor(RunContext& context, ApplyOptions options)
+    : context_(context),
+      options_(options),
+      scheduler_(LimitsFor(context, options), ScheduledItems(context.plan), FailedNodes(context)) {}
+
+void Executor::Run() {
+  const auto nodes = context_.HealthyNodes();
+  // One walker per node: walkers spend most of their time waiting on the
+  // network or on other nodes, and slots (not threads) bound the real work.
+  std::vector<std::jthread> walkers;
+  walkers.reserve(nodes.size());
+  for (const Node* node : nodes) {
+    walkers.emplace_back([this, node] { WalkNode(*node); });
+  }
+}
+
+void Executor::WalkNode(const Node& node) {
+  bool reboot_pending = false;
+  std::vector<std::size_t> awaiting_verify;  // changed, verified after the reboot
+  for (const std::size_t id : context_.plan.ItemsOf(node.name)) {
+    PlanItem& item = context_.plan.items()[id];
+    if (IsDone(item.state) || IsDead(item.state)) {
+      continue;
+    }
+    const Step& step = *context_.catalog.Find(item.step);
+    // Reboot once for a run of reboot-needing steps (nouveau then driver),
+    // not once each: the next step would only be verified after a reboot anyway.
+    if (reboot_pending && !step.reboot) {
+      if (!RebootAndVerify(node, awaiting_verify)) {
+        break;
+      }
+      reboot_pending = false;
+    }
+    if (!WaitToStart(item)) {
+      continue;  // blocked; later items may still depend only on done ones
+    }
+    const bool ran = RunItem(node, item, reboot_pending);
+    scheduler_.ReleaseReach(id);
+    if (!ran) {
+      break;
+    }
+    if (reboot_pending) {
+      awaiting_verify.push_back(id);
+      // Found already true on its second probe, it is done for everyone.
+      if (!IsDone(item.state)) {
+        scheduler_.Settle(id, Progress::kChangedUnproven);
+      }
+    }
+  }
+  if (reboot_pending && !context_.IsFailed(node.name)) {
+    RebootAndVerify(node, awaiting_verify);
+  }
+  // Whatever this walker did not reach is blocked, so dependents stop waiting.
+  std::vector<std::size_t> blocked;
+  for (const std::size_t id : context_.plan.ItemsOf(node.name)) {
+    PlanItem& item = context_.plan.items()[id];
+    if (!IsDone(item.state) && !IsDead(item.state)) {
+      const bool waiting_reboot =
+          std::find(awaiting_verify.begin(), awaiting_verify.end(), id) != awaiting_verify.end();
+      item.state = ItemState::kBlocked;
+      if (item.detail.empty() || waiting_reboot) {
+        item.detail = scheduler_.Stopping() ? "run stopped before this step"
+                                            : "an earlier step on this node failed";
+      }
+      context_.reporter.ItemUpdated(item);
+      blocked.push_back(id);
+    }
+  }
+  scheduler_.Settle(blocked, Progress::kDead);
+}
+
+std::vector<std::string> Executor::ReachedNodes(const PlanItem& item) const {
+  std::set<std::string> reached;
+  for (const std::size_t dep : item.after) {
+    reached.insert(context_.plan.items()[dep].node);
+  }
+  for (const StepInput& input : context_.catalog.Find(item.step)->inputs) {
+    for (const Node* source : context_.inventory.WithRole(input.from)) {
+      reached.insert(source->name);
+      if (!input.each) {
+        break;  // read from the first node holding the role
+      }
+    }
+  }
+  reached.erase(item.node);
+  return {reached.begin(), reached.end()};
+}
+
+bool Executor::WaitToStart(PlanItem& item) {
+  const Admission admission = scheduler_.WaitToStart(item.id, ReachedNodes(item));
+  const auto blocker = [&]() -> const PlanItem& {
+    return context_.plan.items()[admission.blocker];
+  };
+  switch (admission.verdict) {
+    case Admission::Verdict::kGo:
+      return true;
+    case Admission::Verdict::kDeadItem:
+      item.detail = fmt::format("{} on {} did not finish", blocker().step, blocker().node);
+      break;
+    case Admission::Verdict::kFailedNode:
+      item.detail =
+          fmt::format("{} on {} cannot run: that node failed", blocker().step, blocker().node);
+      break;
+    case Admission::Verdict::kStopped:
+      item.detail = "run stopped before this step";
+      break;
+  }
+  item.state = ItemState::kBlocked;
+  context_.reporter.ItemUpdated(item);
+  scheduler_.Settle(item.id, Progress::kDead);
+  return false;
+}
+
+bool Executor::RunItem(const Node& node, PlanItem& item, bool& reboot_pending) {
+  if (!scheduler_.TakeSlot()) {
+    return false;  // stopping: the walker blocks what is left
+  }
+  struct SlotReturn {
+    Scheduler& scheduler;
+    ~SlotReturn() { scheduler.ReturnSlot(); }
+  } slot_return{scheduler_};
+
+  Connection* connection = context_.ConnectionTo(node.name);
+  if (connection == nullptr) {
+    Finish(item, ItemState::kFailed, "no connection to the node");
+    FailNode(node, "no connection to the node");
+    return false;
+  }
+  const Step& step = *context_.catalog.Find(item.step);
+  ScriptRunner runner = context_.RunnerFor(*connection);
+  Prober prober(runner, &context_.inputs, InputUse::kVerify);
+  // A step whose outcome was unknown at plan time is probed again now that
+  // what it waited for has run: it may need nothing.
+  // Probed on a copy: the state is published only through Finish, which
+  // also tells the scheduler.
+  if (item.state == ItemState::kKnownAfterApply) {
+    PlanItem probed = item;
+    const ItemState now = prober.Probe(step, probed);
+    item.observed = probed.observed;
+    if (now == ItemState::kSatisfied || now == ItemState::kNeedsAttention) {
+      Finish(item, now, "");
+      return true;
+    }
+    if (now != ItemState::kNeedsChange && now != ItemState::kKnownAfterApply) {
+      Finish(item, ItemState::kFailed, probed.detail);
+      FailNode(node, fmt::format("{}: {}", item.step, probed.detail));
+      return false;
+    }
+  }
+  const std::string* change = step.ChangeFor(node.os.family);
+  if (change == nullptr) {
+    Finish(item, ItemState::kFailed, "no change defined for " + ToString(node.os.family));
+    FailNode(node, item.step + ": no change for this OS family");
+    return false;
+  }
+  std::map<std::string, std::string> env = item.env;
+  if (std::string why; !context_.inputs.Resolve(step, InputUse::kChange, env, why)) {
+    Finish(item, ItemState::kFailed, why);
+    FailNode(node, fmt::format("{}: {}", item.step, why));
+    return false;
+  }
+  const CommandResult result =
+      runner.RunStep(node.name, item.step, Activity::kChange, *change, env);
+  context_.inputs.SourceChanged(node.name);  // even a failed change may have done part
+  if (result.exit_status != 0) {
+    const std::string why = result.timed_out
+                                ? "change timed out"
+                                : fmt::format("change exited {}: {}", result.exit_status,
+                                              ExplainFailure(result.out, result.err, 6));
+    Finish(item, ItemState::kFailed, why);
+    FailNode(node, fmt::format("{}: {}", item.step, why));
+    return false;
+  }
+  if (step.reboot) {
+    // Recorded on the node until it reboots, so a run that never gets to the
+    // reboot (Ctrl-C, a lost node) leaves the next plan knowing it is owed.
+    Command mark;
+    mark.script = PendingRebootMark(item.step);
+    mark.timeout = std::chrono::seconds(30);
+    if (const CommandResult marked = runner.Run(mark); marked.exit_status != 0) {
+      spdlog::warn("{}: cannot record the pending reboot for {}: {}", node.name, item.step,
+                   Tail(marked.err, 1));
+    }
+    reboot_pending = true;
+    return true;
+  }
+  if (!prober.Verify(step, item)) {
+    const std::string why =
+        "verification failed: " + (item.detail.empty() ? Tail(item.observed, 3) : item.detail);
+    Finish(item, ItemState::kFailed, why);
+    FailNode(node, fmt::format("{}: {}", item.step, why));
+    return false;
+  }
+  Finish(item, ItemState::kApplied, "");
+  return true;
+}
+
+bool Executor::RebootAndVerify(const Node& node, std::vector<std::size_t>& awaiting_verify) {
+  if (!scheduler_.EnterRebootBatch(node.name)) {
+    // Interrupted before this node's turn: its reboot never starts. What
+    // changed stays on disk; the next apply's probe sees the reboot pending.
+    const std::string why =
+        "changed, but its reboot was cancelled (interrupted): the next apply reboots the node";
+    context_.reporter.Note(node.name, "reboot cancelled (interrupted)");
+    for (const std::size_t id : awaiting_verify) {
+      Finish(context_.plan.items()[id], ItemState::kBlocked, why);
+    }
+    awaiting_verify.clear();
+    return false;
+  }
+  struct BatchLeave {
+    Scheduler& scheduler;
+    const std::string& node;
+    ~BatchLeave() { scheduler.LeaveRebootBatch(node); }
+  } leave{scheduler_, node.name};
+
+  context_.reporter.Note(node.name, "rebooting");
+  context_.reporter.Note(node.name, fmt::format("waiting up to {} for it to come back "
+                                                "(--reboot-timeout)",
+                                                Duration(options_.reboot_timeout)));
+  if (Connection* connection = context_.ConnectionTo(node.name)) {
+    Command reboot;
+    reboot.script = kRebootScript;
+    reboot.timeout = std::chrono::seconds(30);
+    context_.RunnerFor(*connection).Run(reboot);
+  }
+  context_.DropConnection(node.name);
+  context_.inputs.SourceChanged(node.name);
+  if (std::string last_error; !WaitForReboot(node, last_error)) {
+    // The wait also ends when the run stops (Ctrl-C, --fail-fast): the node
+    // is then not failed, only not yet seen back.
+    const bool interrupted = scheduler_.Stopping();
+    const std::string why =
+        interrupted ? "rebooting, not yet back when the run stopped: the next apply verifies it"
+                    : fmt::format("did not come back from reboot within {}: {}",
+                                  Duration(options_.reboot_timeout), last_error);
+    for (const std::size_t id : awaiting_verify) {
+      Finish(context_.plan.items()[id], interrupted ? ItemState::kBlocked : ItemState::kFailed,
+             why);
+    }
+    awaiting_verify.clear();
+    if (interrupted) {
+      context_.reporter.Note(node.name, "rebooting, not yet back (the run stopped)");
+    } else {
+      FailNode(node, why);
+    }
+    return false;
+  }
+  Connection* connection = context_.ConnectionTo(node.name);
+  context_.reporter.Note(node.name, "back after reboot");
+  ScriptRunner runner = context_.RunnerFor(*connection);
+  Prober prober(runner, &context_.inputs, InputUse::kVerify);
+  bool all_ok = true;
+  for (const std::size_t id : awaiting_verify) {
+    PlanItem& item = context_.plan.items()[id];
+    const Step& step = *context_.catalog.Find(item.step);
+    if (prober.Verify(step, item)) {
+      Finish(item, ItemState::kApplied, "");
+    } else {
+      const std::string why = "verification after reboot failed: " +
+                              (item.detail.empty() ? Tail(item.observed, 3) : item.detail);
+      Finish(item, ItemState::kFailed, why);
+      if (all_ok) {
+        FailNode(node, fmt::format("{}: {}", item.step, why));
+      }
+      all_ok = false;
+    }
+  }
+  awaiting_verify.clear();
+  return all_ok;
+}
+
+bool Executor::WaitForReboot(const Node& node, std::string& last_error) {
+  Endpoint endpoint = Endpoint::For(node);
+  endpoint.trust_on_first_use = context_.options.trust_new_host_keys;
+  // Short tries: an interrupt is noticed between them, so Ctrl-C ends the
+  // wait within one try rather than after the whole timeout.
+  endpoint.connect_timeout = std::min(endpoint.connect_timeout, kRebootConnectTry);
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + options_.reboot_timeout;
+  auto next_note = start + kRebootNoteEvery;
+  last_error = "no answer";
+  // Poll until the node answers and its /run marker is gone. The pause
+  // between tries is pacing for a remote machine, not synchronisation.
+  while (!scheduler_.Stopping() && std::chrono::steady_clock::now() < deadline) {
+    try {
+      auto connection = context_.transport.Connect(endpoint);
+      Command check;
+      check.script = kRebootedProbe;
+      check.timeout = std::chrono::seconds(10);
+      if (context_.RunnerFor(*connection).Run(check).exit_status == 0) {
+        context_.SetConnection(node.name, std::move(connection));
+        return true;
+      }
+      last_error = "node still up: the reboot has not happened yet";
+    } catch (const TransportError& e) {
+      last_error = e.what();
+      spdlog::debug("{}: waiting for the node after its reboot: {}", node.name, last_error);
+      if (e.kind() == ConnectFailure::kHostKeyChanged || e.kind() == ConnectFailure::kAuth) {
+        break;  // waiting will not fix this
+      }
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= next_note) {
+      next_note = now + kRebootNoteEvery;
+      context_.reporter.Note(
+          node.name,
+          fmt::format("still rebooting after {} (gives up at {})",
+                      Duration(std::chrono::duration_cast<std::chrono::seconds>(now - start)),
+                      Duration(options_.reboot_timeout)));
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  return false;
+}
+
+void Executor::Finish(PlanItem& item, ItemState state, const std::string& detail) {
+  item.state = state;
+  item.detail = context_.redactor.Apply(detail);
+  context_.reporter.ItemUpdated(item);
+  scheduler_.Settle(item.id, ProgressOf(state));
+}
+
+void Executor::FailNode(const Node& node, const std::string& error) {
+  context_.FailNode(node.name, error);
+  scheduler_.NodeFailed(node.name);
+  // Reported only once the stop is in force: whoever hears of the failure
+  // (a watching script, a test) can rely on nothing new starting after it.
+  context_.reporter.NodeFailed(node.name, context_.redactor.Apply(error));
+}
+
+}  // namespace gpuctl

@@ -1,0 +1,155 @@
+// Lock: one apply at a time per node. mkdir is atomic on every filesystem, so
+// two runs racing for the same node cannot both win. The lock lives under
+// /var/lib (not /run) so it survives the reboots a run itself causes.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "gpuctl/run/phase.h"
+
+namespace gpuctl {
+namespace {
+
+constexpr const char* kTakeScript = R"sh(d=/var/lib/gpuctl
+mkdir -p "$d"
+if [ "${GPUCTL_BREAK_LOCK:-0}" = 1 ] && [ -d "$d/lock" ]; then
+  echo "breaking lock held by: $(cat "$d/lock/holder" 2>/dev/null)" >&2
+  rm -rf "$d/lock"
+fi
+if mkdir "$d/lock" 2>/dev/null; then
+  printf 'run=%s\n%s\n' "$GPUCTL_RUN_ID" "$GPUCTL_HOLDER" >"$d/lock/holder"
+  exit 0
+fi
+if [ "$(sed -n 's/^run=//p' "$d/lock/holder" 2>/dev/null)" = "$GPUCTL_RUN_ID" ]; then
+  exit 0
+fi
+cat "$d/lock/holder" 2>/dev/null || echo "holder unknown"
+exit 1
+)sh";
+
+constexpr const char* kReleaseScript = R"sh(d=/var/lib/gpuctl
+if [ "$(sed -n 's/^run=//p' "$d/lock/holder" 2>/dev/null)" = "$GPUCTL_RUN_ID" ]; then
+  rm -rf "$d/lock"
+fi
+)sh";
+
+class LockPhase : public Phase {
+ public:
+  LockPhase(std::string run_id, std::string holder, bool break_lock)
+      : run_id_(std::move(run_id)), holder_(std::move(holder)), break_lock_(break_lock) {}
+
+  [[nodiscard]] std::string Title() const override { return "lock"; }
+
+  void Run(RunContext& context) override {
+    const auto nodes = context.HealthyNodes();
+    ParallelEach(nodes.size(), context.options.concurrency, [&](std::size_t i) {
+      const Node& node = *nodes[i];
+      Connection* connection = context.ConnectionTo(node.name);
+      if (connection == nullptr) {
+        return;
+      }
+      ScriptRunner runner = context.RunnerFor(*connection);
+      CommandResult r = runner.Run(Script(kTakeScript, break_lock_));
+      if (r.exit_status == 1 && HolderIsGoneFromThisHost(r.out)) {
+        // Left by a run on this machine that has exited (it lost the node
+        // before it could unlock): no one else can be using it.
+        context.reporter.Note(
+            node.name, "taking over a lock left by a run that has exited (" + Flatten(r.out) + ")");
+        r = runner.Run(Script(kTakeScript, true));
+      }
+      spdlog::debug("{}: lock script exited {}", node.name, r.exit_status);
+      if (r.exit_status == 0) {
+        std::lock_guard lock(mutex_);
+        locked_.push_back(node.name);
+        return;
+      }
+      const std::string holder = r.out.empty() ? r.err : r.out;
+      const std::string error =
+          r.exit_status == 1
+              ? fmt::format(
+                    "locked by another apply ({}); if that run is gone, re-run with "
+                    "--break-lock",
+                    Flatten(holder))
+              : fmt::format("cannot take the lock (exit {}): {}", r.exit_status, Flatten(r.err));
+      context.FailNode(node.name, error);
+      context.reporter.NodeFailed(node.name, error);
+    });
+  }
+
+  void CleanUp(RunContext& context) override {
+    std::vector<std::string> locked;
+    {
+      std::lock_guard lock(mutex_);
+      locked.swap(locked_);
+    }
+    ParallelEach(locked.size(), context.options.concurrency, [&](std::size_t i) {
+      if (Connection* connection = context.ConnectionTo(locked[i])) {
+        context.RunnerFor(*connection).Run(Script(kReleaseScript, false));
+      }
+    });
+  }
+
+ private:
+  [[nodiscard]] Command Script(const char* text, bool break_lock) const {
+    Command c;
+    c.script = text;
+    c.env = {{"GPUCTL_RUN_ID", run_id_},
+             {"GPUCTL_HOLDER", holder_},
+             {"GPUCTL_BREAK_LOCK", break_lock ? "1" : "0"}};
+    c.timeout = std::chrono::seconds(30);
+    return c;
+  }
+
+  // The holder line reads "user=U host=H pid=P started=T". A lock from this
+  // host whose pid no longer exists is stale for certain; any other needs a
+  // person to say so (--break-lock).
+  static bool HolderIsGoneFromThisHost(const std::string& holder) {
+    const auto field = [&](const std::string& key) {
+      const auto at = holder.find(key + "=");
+      if (at == std::string::npos) {
+        return std::string();
+      }
+      const auto start = at + key.size() + 1;
+      return holder.substr(start, holder.find_first_of(" \n", start) - start);
+    };
+    char host[256] = {};
+    gethostname(host, sizeof(host) - 1);
+    const std::string pid_text = field("pid");
+    if (field("host") != host || pid_text.empty() ||
+        pid_text.find_first_not_of("0123456789") != std::string::npos) {
+      return false;
+    }
+    const auto pid = static_cast<pid_t>(std::stol(pid_text));
+    return pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH;
+  }
+
+  static std::string Flatten(std::string text) {
+    while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) {
+      text.pop_back();
+    }
+    for (char& c : text) {
+      if (c == '\n') {
+        c = ' ';
+      }
+    }
+    return text;
+  }
+
+  std::string run_id_;
+  std::string holder_;
+  bool break_lock_;
+  std::mutex mutex_;
+  std::vector<std::string> locked_;
+};
+
+}  // namespace
+
+std::unique_ptr<Phase> MakeLockPhase(std::string run_id, std::string holder, bool break_lock) {
+  return std::make_unique<LockPhase>(std::move(run_id), std::move(holder), break_lock);
+}
+
+}  // namespace gpuctl

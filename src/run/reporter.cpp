@@ -1,0 +1,117 @@
+#include "gpuctl/run/reporter.h"
+
+#include <fmt/format.h>
+
+namespace gpuctl {
+namespace {
+
+// Indents a command's output under its line, dropping a trailing newline.
+std::string Indent(const std::string& text) {
+  std::string out;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) {
+      end = text.size();
+    }
+    out += "    | " + text.substr(start, end - start) + '\n';
+    start = end + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string ToString(Activity activity) {
+  switch (activity) {
+    case Activity::kProbe:
+      return "probe";
+    case Activity::kChange:
+      return "change";
+    case Activity::kVerify:
+      return "verify";
+    case Activity::kCheck:
+      return "check";
+  }
+  return "?";
+}
+
+void TeeReporter::PhaseStarted(const std::string& title) {
+  for (auto* r : reporters_) r->PhaseStarted(title);
+}
+void TeeReporter::NodeConnected(const std::string& node, std::chrono::milliseconds took) {
+  for (auto* r : reporters_) r->NodeConnected(node, took);
+}
+void TeeReporter::NodeFailed(const std::string& node, const std::string& error) {
+  for (auto* r : reporters_) r->NodeFailed(node, error);
+}
+void TeeReporter::CommandStarted(const std::string& node, const std::string& step,
+                                 Activity activity, const std::string& script) {
+  for (auto* r : reporters_) r->CommandStarted(node, step, activity, script);
+}
+void TeeReporter::CommandFinished(const std::string& node, const std::string& step,
+                                  Activity activity, const CommandResult& result) {
+  for (auto* r : reporters_) r->CommandFinished(node, step, activity, result);
+}
+void TeeReporter::ItemUpdated(const PlanItem& item) {
+  for (auto* r : reporters_) r->ItemUpdated(item);
+}
+void TeeReporter::Note(const std::string& node, const std::string& message) {
+  for (auto* r : reporters_) r->Note(node, message);
+}
+
+void LineReporter::Line(const std::string& node, const std::string& step, const std::string& text) {
+  std::lock_guard lock(mutex_);
+  out_ << fmt::format("{:<12} {:<28} {}\n", node, step, text) << std::flush;
+}
+
+void LineReporter::PhaseStarted(const std::string& title) {
+  if (verbosity_ > 0) {
+    std::lock_guard lock(mutex_);
+    out_ << "== " << title << '\n';
+  }
+}
+
+void LineReporter::NodeConnected(const std::string& node, std::chrono::milliseconds took) {
+  if (verbosity_ > 0) {
+    Line(node, "-", fmt::format("connected in {} ms", took.count()));
+  }
+}
+
+void LineReporter::NodeFailed(const std::string& node, const std::string& error) {
+  Line(node, "-", "error: " + error);
+}
+
+void LineReporter::CommandStarted(const std::string& node, const std::string& step,
+                                  Activity activity, const std::string& script) {
+  if (verbosity_ > 0) {
+    std::lock_guard lock(mutex_);
+    out_ << fmt::format("{:<12} {:<28} {} script:\n{}", node, step, ToString(activity),
+                        Indent(script));
+  }
+}
+
+void LineReporter::CommandFinished(const std::string& node, const std::string& step,
+                                   Activity activity, const CommandResult& result) {
+  if (verbosity_ == 0) {
+    return;
+  }
+  std::lock_guard lock(mutex_);
+  out_ << fmt::format("{:<12} {:<28} {} exit {} in {} ms{}\n", node, step, ToString(activity),
+                      result.exit_status, result.duration.count(),
+                      result.timed_out ? " (timed out)" : "");
+  out_ << Indent(result.out) << Indent(result.err);
+}
+
+void LineReporter::ItemUpdated(const PlanItem& item) {
+  if (verbosity_ > 0 || item.state == ItemState::kApplied || item.state == ItemState::kFailed) {
+    Line(item.node, item.step,
+         ToString(item.state) + (item.detail.empty() ? "" : ": " + item.detail));
+  }
+}
+
+void LineReporter::Note(const std::string& node, const std::string& message) {
+  Line(node, "-", message);
+}
+
+}  // namespace gpuctl

@@ -1,0 +1,208 @@
+#include "gpuctl/view/plan_view.h"
+
+#include <fmt/format.h>
+
+#include "gpuctl/util/utf8.h"
+#include "gpuctl/util/version.h"
+
+namespace gpuctl {
+namespace {
+
+struct Marker {
+  const char* symbol;
+  const char* color;  // ANSI SGR
+  const char* words;
+};
+
+Marker MarkerFor(ItemState state) {
+  switch (state) {
+    case ItemState::kSatisfied:
+      return {"=", "2", "ok"};
+    case ItemState::kNeedsChange:
+      return {"~", "33", "will change"};
+    case ItemState::kKnownAfterApply:
+      return {"?", "36", "known after apply"};
+    case ItemState::kNeedsAttention:
+      return {"!", "33", "apply cannot fix"};
+    case ItemState::kApplied:
+      return {"+", "32", "applied"};
+    case ItemState::kBlocked:
+      return {"-", "35", "blocked"};
+    case ItemState::kUnprobed:
+      return {" ", "0", "not probed"};
+    case ItemState::kProbeFailed:
+    case ItemState::kUnreachable:
+    case ItemState::kFailed:
+      break;
+  }
+  return {"!", "31", state == ItemState::kFailed ? "failed" : "error"};
+}
+
+std::string Roles(const Node& node) {
+  std::string out;
+  for (Role r : node.roles) {
+    if (!out.empty()) {
+      out += ',';
+    }
+    out += ToString(r);
+  }
+  return out;
+}
+
+// First line only: the full text is in -v output and the JSON.
+std::string FirstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+}  // namespace
+
+std::string RenderPlanText(const Plan& plan, const Inventory& inventory,
+                           const std::map<std::string, std::string>& node_errors,
+                           const TextOptions& options) {
+  std::string out;
+  auto paint = [&](const char* color, const std::string& text) {
+    return options.color ? fmt::format("\x1b[{}m{}\x1b[0m", color, text) : text;
+  };
+  for (const auto& node : inventory.nodes) {
+    out += fmt::format("{}  {}  {}  [{}]\n", paint("1", node.name), node.address, node.os.Name(),
+                       Roles(node));
+    if (auto it = node_errors.find(node.name); it != node_errors.end()) {
+      out += fmt::format("  {} {}\n", paint("31", "!"), FirstLine(it->second));
+    }
+    for (const std::size_t id : plan.ItemsOf(node.name)) {
+      const PlanItem& item = plan.items()[id];
+      if (item.state == ItemState::kUnreachable && node_errors.count(node.name) > 0) {
+        continue;  // already said once for the node
+      }
+      if (item.state == ItemState::kSatisfied && !options.show_ok) {
+        continue;
+      }
+      const Marker m = MarkerFor(item.state);
+      std::string why = item.detail.empty() ? FirstLine(item.observed) : FirstLine(item.detail);
+      if (item.state == ItemState::kSatisfied) {
+        why.clear();  // "ok" says it; the observation is noise here
+      }
+      // A reboot is never a surprise: every change that brings one says so.
+      const bool pending =
+          item.state == ItemState::kNeedsChange || item.state == ItemState::kKnownAfterApply;
+      const std::string reboots = pending && item.reboot ? paint("1;33", " [reboots]") : "";
+      out += fmt::format("  {} {:<30} {}{}{}\n", paint(m.color, m.symbol), item.step, m.words,
+                         reboots, why.empty() ? "" : ": " + why);
+    }
+  }
+  out += "\nPlan: " + plan.Summarize().Line() + "\n";
+  return out;
+}
+
+nlohmann::json PlanToJson(const Plan& plan, const PlanHeader& header,
+                          const std::map<std::string, std::string>& node_errors) {
+  nlohmann::json doc;
+  doc["format"] = kPlanFormat;
+  doc["gpuctl_version"] = kVersion;
+  doc["created"] = header.created;
+  doc["cluster"] = header.cluster;
+  doc["inventory"] = {{"path", header.inventory_path}, {"digest", header.inventory_digest}};
+  doc["catalog_digest"] = header.catalog_digest;
+  const PlanSummary s = plan.Summarize();
+  doc["summary"] = {{"nodes", s.nodes},
+                    {"to_change", s.to_change},
+                    {"ok", s.ok},
+                    {"known_after_apply", s.known_after_apply},
+                    {"attention", s.attention},
+                    {"errors", s.errors},
+                    {"applied", s.applied},
+                    {"failed", s.failed},
+                    {"blocked", s.blocked},
+                    {"reboot_nodes", s.rebooting_nodes},
+                    {"line", s.Line()}};
+  nlohmann::json nodes = nlohmann::json::array();
+  for (const auto& name : plan.nodes()) {
+    nlohmann::json n = {{"name", name}};
+    if (auto it = header.node_os.find(name); it != header.node_os.end()) {
+      n["os"] = it->second;
+    }
+    if (auto it = node_errors.find(name); it != node_errors.end()) {
+      n["error"] = ValidUtf8(it->second);
+    }
+    nodes.push_back(n);
+  }
+  doc["nodes"] = nodes;
+  nlohmann::json items = nlohmann::json::array();
+  for (const auto& item : plan.items()) {
+    // What nodes printed may be any bytes; JSON carries only UTF-8.
+    items.push_back({{"id", item.id},
+                     {"node", item.node},
+                     {"step", item.step},
+                     {"state", ToString(item.state)},
+                     {"observed", ValidUtf8(item.observed)},
+                     {"detail", ValidUtf8(item.detail)},
+                     {"digest", item.digest},
+                     {"reboot", item.reboot},
+                     {"after", item.after},
+                     {"env", item.env}});
+  }
+  doc["items"] = items;
+  return doc;
+}
+
+SavedPlan PlanFromJson(const nlohmann::json& document, const std::string& path) {
+  Diagnostics diagnostics;
+  auto fail = [&](const std::string& message) {
+    diagnostics.Error({path, 0, 0}, message);
+    throw LoadError(diagnostics);
+  };
+  if (!document.is_object() || document.value("format", "") != kPlanFormat) {
+    fail(fmt::format("not a gpuctl plan (expected \"format\": \"{}\")", kPlanFormat));
+  }
+  SavedPlan saved;
+  try {
+    saved.header.cluster = document.at("cluster").get<std::string>();
+    saved.header.created = document.at("created").get<std::string>();
+    saved.header.inventory_path = document.at("inventory").at("path").get<std::string>();
+    saved.header.inventory_digest = document.at("inventory").at("digest").get<std::string>();
+    saved.header.catalog_digest = document.at("catalog_digest").get<std::string>();
+    std::vector<std::string> nodes;
+    for (const auto& n : document.at("nodes")) {
+      nodes.push_back(n.at("name").get<std::string>());
+      if (n.contains("os")) {  // absent in plans saved before gpuctl read os-release
+        saved.header.node_os[nodes.back()] = n.at("os").get<std::string>();
+      }
+    }
+    std::vector<PlanItem> items;
+    for (const auto& j : document.at("items")) {
+      PlanItem item;
+      item.id = j.at("id").get<std::size_t>();
+      item.node = j.at("node").get<std::string>();
+      item.step = j.at("step").get<std::string>();
+      if (!ParseItemState(j.at("state").get<std::string>(), item.state)) {
+        fail(fmt::format("item {}: unknown state '{}'", item.id, j.at("state").dump()));
+      }
+      item.observed = j.at("observed").get<std::string>();
+      item.detail = j.at("detail").get<std::string>();
+      item.digest = j.at("digest").get<std::string>();
+      item.reboot = j.value("reboot", false);  // absent in plans saved before it was recorded
+      item.after = j.at("after").get<std::vector<std::size_t>>();
+      item.env = j.at("env").get<std::map<std::string, std::string>>();
+      if (item.id != items.size()) {
+        fail(fmt::format("item ids must be 0..n-1 in order; found {} at position {}", item.id,
+                         items.size()));
+      }
+      items.push_back(std::move(item));
+    }
+    // FromItems links edges by id and throws std::out_of_range on a dangling
+    // one, which apply would not catch: a hand-edited or damaged plan is
+    // refused here, like any other malformed plan.
+    for (const auto& item : items) {
+      for (const std::size_t dep : item.after) {
+        if (dep >= items.size()) {
+          fail(fmt::format("item {}: 'after' names item {}, which the plan does not have", item.id,
+                           dep));
+        }
+      }
+    }
+    saved.plan = Plan::FromItems(std::move(nodes), std::move(items));
+  } catch (const nlohmann::json::exception& e) {
+    fail(fmt::format("malformed plan: {}", e.what()));
+  }
+  return saved;
+}
+
+}  // namespace gpuctl
