@@ -46,8 +46,7 @@ int RunPlan(const PlanOptions& options, const GlobalOptions& global) {
     text.show_ok = !options.hide_ok;
     std::cout << RenderPlanText(plan, spec->inventory, errors, text);
     if (!options.out.empty()) {
-      std::cout << "Saved the plan to " << options.out << "; `gpuctl apply " << options.out
-                << "` applies exactly this.\n";
+      std::cout << SavedPlanNotice(options.out);
     }
   }
   const PlanSummary summary = plan.Summarize();

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "gpuctl/util/utf8.h"
+
 namespace gpuctl {
 namespace {
 
@@ -66,19 +68,29 @@ std::string RenderCheckText(const CheckReport& report) {
 }
 
 nlohmann::json CheckToJson(const CheckReport& report) {
+  // What a node printed need not be UTF-8, which JSON must be (dump throws):
+  // its bytes are shown as plan_view shows them.
   nlohmann::json mismatches = nlohmann::json::array();
   for (const auto& m : report.mismatches) {
-    mismatches.push_back(
-        {{"node", m.node}, {"step", m.step}, {"state", ToString(m.state)}, {"message", m.message}});
+    mismatches.push_back({{"node", m.node},
+                          {"step", m.step},
+                          {"state", ToString(m.state)},
+                          {"message", ValidUtf8(m.message)}});
+  }
+  nlohmann::json unreachable = nlohmann::json::object();
+  for (const auto& [node, why] : report.unreachable) {
+    unreachable[node] = ValidUtf8(why);
   }
   nlohmann::json doc = {{"cluster", report.cluster}, {"matches", report.Matches()},
                         {"checked", report.checked}, {"ok", report.ok},
-                        {"mismatches", mismatches},  {"unreachable", report.unreachable}};
+                        {"mismatches", mismatches},  {"unreachable", unreachable}};
   if (report.deep) {
     nlohmann::json validations = nlohmann::json::array();
     for (const auto& v : report.validations) {
-      validations.push_back(
-          {{"node", v.node}, {"step", v.step}, {"passed", v.passed}, {"figures", v.figures}});
+      validations.push_back({{"node", v.node},
+                             {"step", v.step},
+                             {"passed", v.passed},
+                             {"figures", ValidUtf8(v.figures)}});
     }
     doc["validations"] = validations;
   }

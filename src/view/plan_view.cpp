@@ -205,4 +205,8 @@ SavedPlan PlanFromJson(const nlohmann::json& document, const std::string& path) 
   return saved;
 }
 
+std::string SavedPlanNotice(const std::string& path) {
+  return fmt::format("Saved the plan to {}; `gpuctl apply {}` applies exactly this.\n", path, path);
+}
+
 }  // namespace gpuctl

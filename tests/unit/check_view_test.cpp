@@ -1,6 +1,7 @@
 // What `gpuctl check` prints, from a probed plan built by hand: the report's
 // figures, its text and its JSON.
 #include "gpuctl/view/check_view.h"
+#include "gpuctl/util/utf8.h"
 
 #include <gtest/gtest.h>
 
@@ -140,6 +141,19 @@ TEST_F(CheckViewTest, DeepValidationsReportTheirFiguresPassOrFail) {
                                  {"passed", false},
                                  {"figures", "busbw 12 GB/s (want >= 100)"}};
   EXPECT_EQ(json["validations"][1], failed);
+}
+
+TEST_F(CheckViewTest, JsonShowsBytesThatAreNotUtf8InsteadOfThrowing) {
+  Probe(PlanScope::kConverge);
+  Item("worker1", "os.sysctl").state = ItemState::kNeedsChange;
+  Item("worker1", "os.sysctl").observed = "locale says caf\xe9";
+  const CheckReport report =
+      MakeCheckReport(plan, catalog, inventory, {{"worker2", "banner \xff"}}, false);
+  std::string dumped;
+  ASSERT_NO_THROW(dumped = CheckToJson(report).dump());
+  EXPECT_EQ(nlohmann::json::parse(dumped)["mismatches"][0]["message"],
+            ValidUtf8("locale says caf\xe9"));
+  EXPECT_EQ(nlohmann::json::parse(dumped)["unreachable"]["worker2"], ValidUtf8("banner \xff"));
 }
 
 }  // namespace

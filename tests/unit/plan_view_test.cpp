@@ -121,5 +121,10 @@ TEST_F(PlanViewTest, RejectsADocumentThatIsNotAPlan) {
   }
 }
 
+TEST(PlanViewNotice, ASavedPlanSaysWhereAndHowToApplyExactlyIt) {
+  EXPECT_EQ(SavedPlanNotice("/tmp/p.json"),
+            "Saved the plan to /tmp/p.json; `gpuctl apply /tmp/p.json` applies exactly this.\n");
+}
+
 }  // namespace
 }  // namespace gpuctl

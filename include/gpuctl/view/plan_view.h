@@ -32,6 +32,9 @@ struct TextOptions {
 
 // Node by node: "~" will change, "=" already satisfied, "?" known after apply,
 // "!" error; then the summary line.
+// After `plan --out PATH`: where the plan went and how to apply exactly it.
+std::string SavedPlanNotice(const std::string& path);
+
 std::string RenderPlanText(const Plan& plan, const Inventory& inventory,
                            const std::map<std::string, std::string>& node_errors,
                            const TextOptions& options);
