@@ -29,13 +29,6 @@ using testing::MakeStep;
 using testing::OnRole;
 using testing::SameNode;
 
-std::string OsReleaseFixture(const std::string& name) {
-  std::ifstream in(std::string(GPUCTL_FIXTURES_DIR) + "/os-release/" + name, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // Notes and node failures, as the CLI's progress lines would show them.
 class Said : public Reporter {
  public:
@@ -71,7 +64,7 @@ class ApplyActionTest : public ::testing::Test {
           CommandResult r;
           r.exit_status = 0;
           if (c.script == OsReleaseScript()) {
-            r.out = OsReleaseFixture(node == "worker2" ? "rocky-9" : "ubuntu-22.04");
+            r.out = testing::OsReleaseFixture(node == "worker2" ? "rocky-9" : "ubuntu-22.04");
             return r;
           }
           const std::string& s = c.script;

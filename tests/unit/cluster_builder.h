@@ -2,6 +2,8 @@
 // phases, so those tests don't depend on the YAML loaders.
 #pragma once
 
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -9,6 +11,15 @@
 #include "gpuctl/model/inventory.h"
 
 namespace gpuctl::testing {
+
+// A real /etc/os-release from tests/fixtures/os-release/ ("ubuntu-22.04",
+// "rocky-9", ...), for a fake node to answer the identify phase with.
+inline std::string OsReleaseFixture(const std::string& name) {
+  std::ifstream in(std::string(GPUCTL_FIXTURES_DIR) + "/os-release/" + name, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
 
 inline Node MakeNode(const std::string& name, Role role, OsFamily family = OsFamily::kDebian) {
   Node n;

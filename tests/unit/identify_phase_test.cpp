@@ -19,13 +19,6 @@ using testing::MakeInventory;
 using testing::MakeNode;
 using testing::MakeStep;
 
-std::string Fixture(const std::string& name) {
-  std::ifstream in(std::string(GPUCTL_FIXTURES_DIR) + "/os-release/" + name, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 class IdentifyPhaseTest : public ::testing::Test {
  protected:
   IdentifyPhaseTest() {
@@ -37,9 +30,9 @@ class IdentifyPhaseTest : public ::testing::Test {
     catalog = Catalog::FromSteps(steps);
     // Each node's os-release agrees with the inventory unless a test says
     // otherwise.
-    Reports("master1", Fixture("ubuntu-22.04"));
-    Reports("worker1", Fixture("ubuntu-22.04"));
-    Reports("worker2", Fixture("rocky-9"));
+    Reports("master1", testing::OsReleaseFixture("ubuntu-22.04"));
+    Reports("worker1", testing::OsReleaseFixture("ubuntu-22.04"));
+    Reports("worker2", testing::OsReleaseFixture("rocky-9"));
   }
 
   void Reports(const std::string& node, const std::string& os_release) {
@@ -94,7 +87,7 @@ TEST_F(IdentifyPhaseTest, ReadsOsReleaseOnceOnEachNodeBeforeAnyProbe) {
 }
 
 TEST_F(IdentifyPhaseTest, AContradictingNodeIsRefusedAndNamedWhileOthersGoOn) {
-  Reports("worker2", Fixture("debian-12"));  // declared rocky-9
+  Reports("worker2", testing::OsReleaseFixture("debian-12"));  // declared rocky-9
   RunPlan();
   ASSERT_EQ(errors.count("worker2"), 1U);
   EXPECT_EQ(errors.at("worker2"),
@@ -113,7 +106,7 @@ TEST_F(IdentifyPhaseTest, AContradictingNodeIsRefusedAndNamedWhileOthersGoOn) {
 
 TEST_F(IdentifyPhaseTest, AnAutoNodeIsPlannedWithTheFamilyItReports) {
   inventory.nodes[1].os = OsRelease::Auto();  // worker1, which reports Rocky 9
-  Reports("worker1", Fixture("rocky-9"));
+  Reports("worker1", testing::OsReleaseFixture("rocky-9"));
   RunPlan();
   EXPECT_TRUE(errors.empty()) << errors.begin()->second;
   EXPECT_EQ(inventory.nodes[1].os.Name(), "rocky-9");
@@ -129,7 +122,7 @@ TEST_F(IdentifyPhaseTest, AnAutoNodeIsPlannedWithTheFamilyItReports) {
 
 TEST_F(IdentifyPhaseTest, AnAutoNodeOnAnUnsupportedOsFailsNamingWhatItReported) {
   inventory.nodes[1].os = OsRelease::Auto();
-  Reports("worker1", Fixture("centos-7"));
+  Reports("worker1", testing::OsReleaseFixture("centos-7"));
   RunPlan();
   ASSERT_EQ(errors.count("worker1"), 1U);
   EXPECT_EQ(errors.at("worker1").rfind("os: auto, but /etc/os-release says centos 7 (CentOS "
