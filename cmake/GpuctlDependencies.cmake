@@ -10,6 +10,7 @@ find_package(PkgConfig REQUIRED)
 # Debian's libssh-dev ships a CMake config without an imported target name we
 # can rely on across versions; pkg-config is stable.
 pkg_check_modules(LIBSSH REQUIRED IMPORTED_TARGET libssh>=0.10)
+find_package(OpenSSL REQUIRED COMPONENTS Crypto)
 find_package(GTest REQUIRED)
 
 # yaml-cpp 0.7 on Debian exports "yaml-cpp" without a namespace.

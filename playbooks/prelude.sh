@@ -333,19 +333,18 @@ firewall_ports() {
   echo "$_p"
 }
 
-# firewall_sources: the addresses trusted for every port, one per word: each
-# inventory node's management and IB address and, with Kubernetes, the pod
-# network (pods reach node ports with their own addresses). Reads
-# GPUCTL_HOSTS, GPUCTL_ORCHESTRATOR and GPUCTL_POD_CIDR.
+# firewall_sources: the addresses trusted for every port, one per word:
+# GPUCTL_TRUSTED_SOURCES (gpuctl's list of the nodes' management and IB
+# addresses, folded into CIDR blocks, and with Kubernetes the pod network),
+# each host name in it resolved to its first address.
 firewall_sources() {
   {
-    for _a in $(printf '%s\n' "$GPUCTL_HOSTS" | awk 'NF { print $1 }'); do
+    for _a in $GPUCTL_TRUSTED_SOURCES; do
       case "$_a" in
-        *:* | *[0-9]) [ -n "${_a##*[!0-9.:a-fA-F]*}" ] && echo "$_a" && continue ;;
+        *:* | *[0-9] | *[0-9]/[0-9]*) [ -n "${_a##*[!0-9.:a-fA-F/]*}" ] && echo "$_a" && continue ;;
       esac
       getent ahosts "$_a" | awk '{ print $1; exit }'  # a host name
     done
-    [ "$GPUCTL_ORCHESTRATOR" != kubernetes ] || echo "$GPUCTL_POD_CIDR"
   } | awk 'NF && !seen[$0]++' | tr '\n' ' '
 }
 

@@ -164,7 +164,7 @@ void ApplyAction::Finish() {
   finished_ = true;
   pipeline_.CleanUp(context_);
   std::ofstream out(std::filesystem::path(run_dir_) / "plan.json");
-  out << PlanToJson(plan_, HeaderFor(spec_), context_.NodeErrors()).dump(2) << '\n';
+  WritePlanJson(out, plan_, HeaderFor(spec_), context_.NodeErrors());
 }
 
 std::map<std::string, std::string> ApplyAction::NodeErrors() const { return context_.NodeErrors(); }

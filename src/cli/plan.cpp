@@ -32,14 +32,14 @@ int RunPlan(const PlanOptions& options, const GlobalOptions& global) {
   const PlanHeader header = HeaderFor(*spec);
   if (!options.out.empty()) {
     std::ofstream out(options.out);
-    out << PlanToJson(plan, header, errors).dump(2) << '\n';
+    WritePlanJson(out, plan, header, errors);
     if (!out) {
       std::cerr << "gpuctl: cannot write " << options.out << '\n';
       return kExitError;
     }
   }
   if (global.output == "json") {
-    std::cout << PlanToJson(plan, header, errors).dump(2) << '\n';
+    WritePlanJson(std::cout, plan, header, errors);
   } else {
     TextOptions text;
     text.color = !global.no_color && isatty(STDOUT_FILENO) != 0;

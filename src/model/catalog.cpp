@@ -48,6 +48,8 @@ bool Holds(StepCondition condition, const Node& node, const Inventory& inv) {
       return NeedsRepository("docker", inv, node);
     case StepCondition::kEpelRepo:
       return NeedsRepository("epel", inv, node);
+    case StepCondition::kHostsFile:
+      return inv.network.name_resolution == NameResolution::kHostsFile;
   }
   return false;
 }
@@ -99,6 +101,9 @@ std::string Catalog::Digest() const {
     }
     for (const auto& p : s.params) {
       Field(text, "param", p);
+    }
+    for (const auto& p : s.change_params) {
+      Field(text, "change_param", p);
     }
     for (const auto& p : s.secrets) {
       Field(text, "secret", p);

@@ -1,6 +1,7 @@
 // One playbook file into Steps. Each field is checked on its own here; ids
 // and dependencies are checked across every file in catalog_graph.cpp.
 #include <algorithm>
+#include <cctype>
 
 #include <fmt/format.h>
 
@@ -17,8 +18,8 @@ using yaml::Scalar;
 
 const std::vector<std::string>& StepKeys() {
   static const std::vector<std::string> kKeys = {
-      "id",     "description", "roles", "os",     "when",   "depends", "params", "secrets",
-      "inputs", "common",      "probe", "change", "verify", "reboot",  "deep"};
+      "id",      "description", "roles",  "os",    "when",   "depends", "params", "change_params",
+      "secrets", "inputs",      "common", "probe", "change", "verify",  "reboot", "deep"};
   return kKeys;
 }
 const std::vector<std::string>& RoleNames() {
@@ -34,6 +35,22 @@ bool IsStepId(std::string_view id) {
   return !id.empty() && std::all_of(id.begin(), id.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '-';
   });
+}
+
+// Whether `script` names the shell variable `variable` (GPUCTL_HOSTS, not
+// GPUCTL_HOSTS_SHA256).
+bool NamesVariable(const std::string& script, const std::string& variable) {
+  for (std::size_t at = script.find(variable); at != std::string::npos;
+       at = script.find(variable, at + 1)) {
+    const std::size_t end = at + variable.size();
+    const bool word_ends = end == script.size() ||
+                           (std::isalnum(static_cast<unsigned char>(script[end])) == 0 &&
+                            script[end] != '_');
+    if (word_ends) {
+      return true;
+    }
+  }
+  return false;
 }
 
 class StepReader {
@@ -68,6 +85,7 @@ class StepReader {
     Conditions();
     Depends();
     Names("params", step_.params);
+    Names("change_params", step_.change_params);
     Names("secrets", step_.secrets);
     Inputs();
     Script(m_, "probe", step_.probe);
@@ -79,6 +97,7 @@ class StepReader {
       step_.verify = step_.probe;
     }
     Common();
+    ChangeOnly();
     m_.Read("reboot", step_.reboot);
   }
 
@@ -161,7 +180,7 @@ class StepReader {
 
   void Names(std::string_view key, std::vector<std::string>& out) {
     for (auto& n : m_.StringList(key).value_or(std::vector<Scalar>{})) {
-      if (key == "params" && !IsKnownParameter(n.text)) {
+      if ((key == "params" || key == "change_params") && !IsKnownParameter(n.text)) {
         source_.Error(n.where, yaml::UnknownName("parameter", n.text, KnownParameters()));
       } else if (key == "secrets" && !IsKnownSecret(n.text)) {
         source_.Error(n.where, yaml::UnknownName("secret", n.text, KnownSecrets()));
@@ -252,6 +271,36 @@ class StepReader {
     }
   }
 
+  // change_params go to the change scripts only: a probe or verification
+  // that named one would read it empty. Only direct references can be seen
+  // here; a prelude function that reads one is the step author's to avoid.
+  void ChangeOnly() {
+    if (step_.change_params.empty()) {
+      return;
+    }
+    const SourceLocation where = m_.ValueWhere("change_params");
+    if (step_.deep) {
+      source_.Error(where, "a deep validation has no change to give 'change_params' to");
+      return;
+    }
+    for (const auto& name : step_.change_params) {
+      if (std::find(step_.params.begin(), step_.params.end(), name) != step_.params.end()) {
+        source_.Error(where, fmt::format("'{}' is in both params and change_params", name));
+        continue;
+      }
+      const std::string variable = ExportName(name);
+      for (const auto* script : {&step_.probe, &step_.verify}) {
+        if (NamesVariable(*script, variable)) {
+          source_.Error(where, fmt::format("the {} reads ${}, but change_params gives '{}' to the "
+                                           "change only; list it under params instead",
+                                           script == &step_.probe ? "probe" : "verification",
+                                           variable, name));
+          break;
+        }
+      }
+    }
+  }
+
   void Change() {
     auto change = m_.Map("change", {"apt", "dnf", "any"});
     if (!change) {
@@ -305,9 +354,9 @@ std::string_view ConditionName(StepCondition condition) {
 const std::vector<std::string>& ConditionNames() {
   // In StepCondition's order.
   static const std::vector<std::string> kNames = {
-      "always",     "has_gpus",         "has_ib",      "nfs",
-      "nfs_server", "nfs_client",       "kubernetes",  "slurm",
-      "docker",     "registry_mirrors", "docker_repo", "epel_repo"};
+      "always",      "has_gpus",   "has_ib",    "nfs",    "nfs_server",
+      "nfs_client",  "kubernetes", "slurm",     "docker", "registry_mirrors",
+      "docker_repo", "epel_repo",  "hosts_file"};
   return kNames;
 }
 

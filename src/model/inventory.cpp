@@ -116,9 +116,22 @@ std::vector<const Node*> Inventory::WithRole(Role role) const {
   return out;
 }
 
+std::map<Role, std::vector<const Node*>> Inventory::RoleHolders() const {
+  std::map<Role, std::vector<const Node*>> holders;
+  for (const auto& node : nodes) {
+    for (Role role : node.roles) {
+      holders[role].push_back(&node);
+    }
+  }
+  return holders;
+}
+
+// The first holder, without listing the others: asked once per node and
+// step, a list of every holder made planning quadratic.
 const Node* Inventory::Master() const {
-  auto masters = WithRole(Role::kMaster);
-  return masters.empty() ? nullptr : masters.front();
+  auto it =
+      std::find_if(nodes.begin(), nodes.end(), [](const Node& n) { return n.Has(Role::kMaster); });
+  return it == nodes.end() ? nullptr : &*it;
 }
 
 const Node* Inventory::NfsServer() const {
@@ -128,8 +141,9 @@ const Node* Inventory::NfsServer() const {
   if (!nfs->server.empty()) {
     return Find(nfs->server);
   }
-  auto storage = WithRole(Role::kStorage);
-  return storage.empty() ? Master() : storage.front();
+  auto storage =
+      std::find_if(nodes.begin(), nodes.end(), [](const Node& n) { return n.Has(Role::kStorage); });
+  return storage == nodes.end() ? Master() : &*storage;
 }
 
 namespace detail {

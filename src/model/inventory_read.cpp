@@ -209,7 +209,8 @@ void Reader::Top(const YAML::Node& root) {
   if (auto m = top.Map("versions", VersionKeys())) {
     VersionsBlock(*m);
   }
-  if (auto m = top.Map("network", {"subnet", "pod_cidr", "service_cidr", "ntp_servers"})) {
+  if (auto m = top.Map("network",
+                       {"subnet", "pod_cidr", "service_cidr", "ntp_servers", "name_resolution"})) {
     NetworkBlock(*m);
   }
   if (auto m = top.Map("nfs", {"server", "exports", "mounts"})) {
@@ -331,6 +332,15 @@ void Reader::NetworkBlock(MapReader& m) {
   for (const Scalar& server : m.StringList("ntp_servers").value_or(std::vector<Scalar>{})) {
     if (Valid(server, "NTP server", AddressProblem)) {
       inv_.network.ntp_servers.push_back(server.text);
+    }
+  }
+  if (auto r = m.String("name_resolution")) {
+    if (r->text == "hosts") {
+      inv_.network.name_resolution = NameResolution::kHostsFile;
+    } else if (r->text == "dns") {
+      inv_.network.name_resolution = NameResolution::kDns;
+    } else {
+      source_.Error(r->where, yaml::UnknownName("name resolution", r->text, {"hosts", "dns"}));
     }
   }
 }

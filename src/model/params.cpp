@@ -1,8 +1,12 @@
 #include "gpuctl/model/params.h"
 #include "gpuctl/util/text.h"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
+#include <array>
 #include <cctype>
+#include <cstdint>
 #include <cstdlib>
 #include <set>
 #include <stdexcept>
@@ -14,6 +18,7 @@
 #include "gpuctl/model/syntax.h"
 #include "gpuctl/model/value_kinds.h"
 #include "gpuctl/model/yaml_source.h"
+#include "gpuctl/util/digest.h"
 
 namespace gpuctl {
 
@@ -133,6 +138,74 @@ std::string Hosts(const Inventory& inv) {
     }
   }
   return Join(lines, "\n");
+}
+
+// The fewest CIDR blocks that hold exactly `addresses` (sorted, unique IPv4
+// addresses as numbers), a block of one written as the bare address.
+std::vector<std::string> Ipv4Blocks(const std::vector<std::uint32_t>& addresses) {
+  std::vector<std::string> blocks;
+  for (std::size_t i = 0; i < addresses.size();) {
+    const std::uint64_t start = addresses[i];
+    std::uint64_t size = 1;
+    int prefix = 32;
+    // Double the block while it stays aligned and every address in it is
+    // one of ours: sorted and unique, that is its last one being there.
+    while (prefix > 0) {
+      const std::uint64_t next = size * 2;
+      if (start % next != 0 || i + next - 1 >= addresses.size() ||
+          addresses[i + next - 1] != start + next - 1) {
+        break;
+      }
+      size = next;
+      --prefix;
+    }
+    in_addr a{};
+    a.s_addr = htonl(static_cast<std::uint32_t>(start));
+    std::array<char, INET_ADDRSTRLEN> text{};
+    inet_ntop(AF_INET, &a, text.data(), text.size());
+    blocks.push_back(prefix == 32 ? std::string(text.data())
+                                  : fmt::format("{}/{}", text.data(), prefix));
+    i += size;
+  }
+  return blocks;
+}
+
+// What every node's firewall trusts on every port (os.firewall): each
+// node's management and IB address, and with Kubernetes the pod network
+// (pods reach node ports with their own addresses). IPv4 addresses fold into
+// the fewest blocks holding those addresses and no other, so a rack of
+// consecutive addresses is one rule, not one per node (a firewall with a
+// rule per node of a 10,000-node cluster is slow to load and to probe); IPv6
+// addresses and host names stay as they are, for the node to resolve.
+std::string TrustedSources(const Inventory& inv) {
+  std::vector<std::uint32_t> v4;
+  std::vector<std::string> others;
+  std::set<std::string> seen;
+  auto add = [&](const std::string& address) {
+    in_addr parsed{};
+    if (address.empty()) {
+      return;
+    }
+    if (inet_pton(AF_INET, address.c_str(), &parsed) == 1) {
+      v4.push_back(ntohl(parsed.s_addr));
+    } else if (seen.insert(address).second) {
+      others.push_back(Fields("trusted_sources", {address}));
+    }
+  };
+  for (const auto& n : inv.nodes) {
+    add(n.address);
+  }
+  for (const auto& n : inv.nodes) {
+    add(n.ib_address);
+  }
+  std::sort(v4.begin(), v4.end());
+  v4.erase(std::unique(v4.begin(), v4.end()), v4.end());
+  std::vector<std::string> words = Ipv4Blocks(v4);
+  words.insert(words.end(), others.begin(), others.end());
+  if (inv.orchestrator == Orchestrator::kKubernetes && !inv.network.pod_cidr.empty()) {
+    words.push_back(Fields("trusted_sources", {inv.network.pod_cidr}));
+  }
+  return Join(words, " ");
 }
 
 // One "<name> <address>" line per node whose hardware declares GPUs, in
@@ -279,6 +352,7 @@ const std::vector<std::string>& KnownParameters() {
         "gpu_operator_version",
         "gpu_workers",
         "hosts",
+        "hosts_sha256",
         "ib_min_bw",
         "ib_ports",
         "kubernetes_version",
@@ -314,6 +388,7 @@ const std::vector<std::string>& KnownParameters() {
         "slurm_partitions",
         "slurm_version",
         "subnet",
+        "trusted_sources",
         "worker_names",
     };
     std::sort(names.begin(), names.end());
@@ -327,17 +402,11 @@ bool IsKnownParameter(const std::string& name) {
   return std::binary_search(names.begin(), names.end(), name);
 }
 
-std::map<std::string, std::string> ParameterValues(const Inventory& inventory, const Node& node) {
+ParameterTable::ParameterTable(const Inventory& inventory) : inventory_(inventory) {
   const Inventory& inv = inventory;
   const Versions& v = inv.versions;
   const Node* master = inv.Master();
   std::map<std::string, std::string> values = {
-      {"node_name", node.name},
-      {"node_address", node.address},
-      {"node_roles", Roles(node)},
-      {"os_id", node.os.id},
-      {"os_version", node.os.version},
-      {"os_family", ToString(node.os.family)},
       {"cluster", inv.cluster},
       {"driver_branch", v.driver_branch},
       {"cuda_version", v.cuda},
@@ -349,11 +418,8 @@ std::map<std::string, std::string> ParameterValues(const Inventory& inventory, c
       {"cni", v.cni},
       {"gpu_operator_version", v.gpu_operator},
       {"slurm_version", v.slurm},
-      {"gpu_model", node.hardware.gpus ? node.hardware.gpus->model : ""},
-      {"gpu_count", std::to_string(node.GpuCount())},
       {"gpu_nodes", GpuNodes(inv)},
       {"gpu_counts", GpuCounts(inv)},
-      {"ib_ports", IbPorts(node)},
       {"pod_cidr", inv.network.pod_cidr},
       {"service_cidr", inv.network.service_cidr},
       {"subnet", inv.network.subnet},
@@ -375,30 +441,85 @@ std::map<std::string, std::string> ParameterValues(const Inventory& inventory, c
        inv.mirrors.gpu_operator_chart.empty() ? kNgcCharts : inv.mirrors.gpu_operator_chart},
       {"registry_mirrors", RegistryMirrors(inv)},
   };
+  // What os.hosts' probe compares its block with (the block's lines, each
+  // ending in a newline, through sha256sum), so a plan does not send every
+  // node's hosts line to every node: only the change writes them.
+  values["hosts_sha256"] = Sha256Hex(values.at("hosts") + "\n");
+  values["trusted_sources"] = TrustedSources(inv);
   AddNfs(inv, values);
   AddSlurm(inv, values);
-  AddRepositories(inv, node, values);
-  for (const auto& [name, value] : values) {
+  for (auto& [name, value] : values) {
     if (!IsMultiLine(name)) {
       CheckSingleLine(name, value);
     }
+    cluster_.emplace(name, SharedText(std::move(value)));
   }
-  return values;
+}
+
+NodeParameters ParameterTable::For(const Node& node) const {
+  std::map<std::string, std::string> own = {
+      {"node_name", node.name},
+      {"node_address", node.address},
+      {"node_roles", Roles(node)},
+      {"os_id", node.os.id},
+      {"os_version", node.os.version},
+      {"os_family", ToString(node.os.family)},
+      {"gpu_model", node.hardware.gpus ? node.hardware.gpus->model : ""},
+      {"gpu_count", std::to_string(node.GpuCount())},
+      {"ib_ports", IbPorts(node)},
+  };
+  AddRepositories(inventory_, node, own);
+  std::map<std::string, SharedText> shared;
+  for (auto& [name, value] : own) {
+    if (!IsMultiLine(name)) {
+      CheckSingleLine(name, value);
+    }
+    shared.emplace(name, SharedText(std::move(value)));
+  }
+  return {cluster_, std::move(shared)};
+}
+
+StepEnv NodeParameters::Environment(const std::vector<std::string>& names) const {
+  StepEnv env;
+  for (const auto& name : names) {
+    auto it = own_.find(name);
+    if (it == own_.end()) {
+      it = cluster_->find(name);
+      if (it == cluster_->end()) {
+        // The catalog loader rejects unknown names, so this is a bug, not input.
+        throw std::invalid_argument(fmt::format("unknown step parameter '{}'", name));
+      }
+    }
+    env.emplace(ExportName(name), it->second);
+  }
+  return env;
+}
+
+std::map<std::string, std::string> NodeParameters::All() const {
+  std::map<std::string, std::string> plain;
+  for (const auto* values : {&own_, cluster_}) {
+    for (const auto& [name, value] : *values) {
+      plain.emplace(name, value.str());
+    }
+  }
+  return plain;
+}
+
+std::map<std::string, std::string> PlainEnvironment(const StepEnv& env) {
+  std::map<std::string, std::string> plain;
+  for (const auto& [name, value] : env) {
+    plain.emplace(name, value.str());
+  }
+  return plain;
+}
+
+std::map<std::string, std::string> ParameterValues(const Inventory& inventory, const Node& node) {
+  return ParameterTable(inventory).For(node).All();
 }
 
 std::map<std::string, std::string> StepEnvironment(const std::vector<std::string>& names,
                                                    const Inventory& inventory, const Node& node) {
-  const auto values = ParameterValues(inventory, node);
-  std::map<std::string, std::string> env;
-  for (const auto& name : names) {
-    auto it = values.find(name);
-    if (it == values.end()) {
-      // The catalog loader rejects unknown names, so this is a bug, not input.
-      throw std::invalid_argument(fmt::format("unknown step parameter '{}'", name));
-    }
-    env[ExportName(name)] = it->second;
-  }
-  return env;
+  return PlainEnvironment(ParameterTable(inventory).For(node).Environment(names));
 }
 
 std::string ExportName(const std::string& name) {

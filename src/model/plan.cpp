@@ -79,14 +79,13 @@ std::vector<const Step*> OrderedStepsFor(const Node& node, const Inventory& inve
   return ordered;
 }
 
-std::string ItemDigest(const Step& step, const std::map<std::string, std::string>& env,
-                       const std::string& prelude) {
+// What a step is wherever it runs: its scripts (with the prelude before
+// them), inputs, secrets and reboot flag. Computed once per step, since a
+// plan holds the same step for many nodes.
+std::string StepDigest(const Step& step, const std::string& prelude) {
   std::string text = prelude + '\n' + step.id + '\n' + step.probe + '\n' + step.verify + '\n';
   for (const auto& [family, script] : step.change) {
     text += ToString(family) + ':' + script + '\n';
-  }
-  for (const auto& [key, value] : env) {
-    text += key + '=' + value + '\n';
   }
   // What an input runs is part of the step; what it returns is not (a join
   // command differs on every run, and a secret must not shape a digest).
@@ -97,6 +96,22 @@ std::string ItemDigest(const Step& step, const std::map<std::string, std::string
     text += "secret " + secret + '\n';
   }
   text += step.reboot ? "reboot\n" : "";
+  return Digest(text);
+}
+
+// The step as it runs on one node: the step's digest and the node's values
+// of its parameters. A long value (a cluster-wide list) counts by its own
+// digest, computed once, so hashing a plan stays linear in its size.
+std::string ItemDigest(const std::string& step_digest, const StepEnv& env) {
+  std::string text = step_digest + '\n';
+  for (const auto& [key, value] : env) {
+    text += key;
+    if (value.LongTextDigest().empty()) {
+      text += '=' + value.str() + '\n';
+    } else {
+      text += '#' + value.LongTextDigest() + '\n';
+    }
+  }
   return Digest(text);
 }
 
@@ -151,23 +166,34 @@ std::string PlanSummary::Line() const {
 
 Plan Plan::Build(const Inventory& inventory, const Catalog& catalog, PlanScope scope) {
   Plan plan;
+  const ParameterTable parameters(inventory);
+  std::map<std::string, std::string> step_digests;
+  for (const auto& step : catalog.steps()) {
+    step_digests.emplace(step.id, StepDigest(step, catalog.prelude()));
+  }
   for (const auto& node : inventory.nodes) {
     plan.nodes_.push_back(node.name);
+    const NodeParameters values = parameters.For(node);
+    // The prelude's helpers pick apt or dnf by this, whatever the step declares.
+    const SharedText os_family(ToString(node.os.family));
     for (const Step* step : OrderedStepsFor(node, inventory, catalog, scope)) {
       PlanItem item;
       item.id = plan.items_.size();
       item.node = node.name;
       item.step = step->id;
-      item.env = StepEnvironment(step->params, inventory, node);
-      // The prelude's helpers pick apt or dnf by this, whatever the step declares.
-      item.env["GPUCTL_OS_FAMILY"] = ToString(node.os.family);
-      item.digest = ItemDigest(*step, item.env, catalog.prelude());
+      item.env = values.Environment(step->params);
+      item.env.merge(values.Environment(step->change_params));
+      item.env.insert_or_assign("GPUCTL_OS_FAMILY", os_family);
+      item.digest = ItemDigest(step_digests.at(step->id), item.env);
       item.reboot = step->reboot;
       plan.items_.push_back(std::move(item));
     }
   }
   // Edges after every item exists, since cross-node ones point anywhere.
   plan.Link();
+  // Who holds each role, once: a step that waits for a role's holders is on
+  // every node, and asking the inventory each time made planning quadratic.
+  std::map<Role, std::vector<const Node*>> holders;
   for (auto& item : plan.items_) {
     const Step* step = catalog.Find(item.step);
     for (const auto& dep : step->depends) {
@@ -177,7 +203,11 @@ Plan Plan::Build(const Inventory& inventory, const Catalog& catalog, PlanScope s
         }
         continue;
       }
-      for (const Node* holder : inventory.WithRole(*dep.on_role)) {
+      auto [held, fresh] = holders.try_emplace(*dep.on_role);
+      if (fresh) {
+        held->second = inventory.WithRole(*dep.on_role);
+      }
+      for (const Node* holder : held->second) {
         if (const PlanItem* other = plan.Find(holder->name, dep.step);
             other != nullptr && other->id != item.id) {
           item.after.push_back(other->id);
@@ -200,10 +230,10 @@ Plan Plan::FromItems(std::vector<std::string> nodes, std::vector<PlanItem> items
 }
 
 void Plan::Link() {
-  index_.clear();
+  by_node_.clear();
   for (auto& item : items_) {
     item.before.clear();
-    index_[{item.node, item.step}] = item.id;
+    by_node_[item.node].push_back(item.id);
   }
   for (const auto& item : items_) {
     for (const std::size_t dep : item.after) {
@@ -217,27 +247,25 @@ PlanItem* Plan::Find(const std::string& node, const std::string& step) {
 }
 
 const PlanItem* Plan::Find(const std::string& node, const std::string& step) const {
-  auto it = index_.find({node, step});
-  return it == index_.end() ? nullptr : &items_[it->second];
+  for (const std::size_t id : ItemsOf(node)) {
+    if (items_[id].step == step) {
+      return &items_[id];
+    }
+  }
+  return nullptr;
 }
 
 void Plan::MarkUnreachable(const std::string& node, const std::string& reason) {
-  for (auto& item : items_) {
-    if (item.node == node) {
-      item.state = ItemState::kUnreachable;
-      item.detail = reason;
-    }
+  for (const std::size_t id : ItemsOf(node)) {
+    items_[id].state = ItemState::kUnreachable;
+    items_[id].detail = reason;
   }
 }
 
-std::vector<std::size_t> Plan::ItemsOf(const std::string& node) const {
-  std::vector<std::size_t> ids;
-  for (const auto& item : items_) {
-    if (item.node == node) {
-      ids.push_back(item.id);
-    }
-  }
-  return ids;
+const std::vector<std::size_t>& Plan::ItemsOf(const std::string& node) const {
+  static const std::vector<std::size_t> kNone;
+  auto it = by_node_.find(node);
+  return it == by_node_.end() ? kNone : it->second;
 }
 
 PlanSummary Plan::Summarize() const {

@@ -102,6 +102,7 @@ std::size_t ParseBatch(const std::string& text, std::size_t nodes) {
 Executor::Executor(RunContext& context, ApplyOptions options)
     : context_(context),
       options_(options),
+      holders_(context.inventory.RoleHolders()),
       scheduler_(LimitsFor(context, options), ScheduledItems(context.plan), FailedNodes(context)) {}
 
 void Executor::Run() {
@@ -176,7 +177,11 @@ std::vector<std::string> Executor::ReachedNodes(const PlanItem& item) const {
     reached.insert(context_.plan.items()[dep].node);
   }
   for (const StepInput& input : context_.catalog.Find(item.step)->inputs) {
-    for (const Node* source : context_.inventory.WithRole(input.from)) {
+    auto held = holders_.find(input.from);
+    if (held == holders_.end()) {
+      continue;
+    }
+    for (const Node* source : held->second) {
       reached.insert(source->name);
       if (!input.each) {
         break;  // read from the first node holding the role
@@ -254,7 +259,7 @@ bool Executor::RunItem(const Node& node, PlanItem& item, bool& reboot_pending) {
     FailNode(node, item.step + ": no change for this OS family");
     return false;
   }
-  std::map<std::string, std::string> env = item.env;
+  std::map<std::string, std::string> env = PlainEnvironment(item.env);
   if (std::string why; !context_.inputs.Resolve(step, InputUse::kChange, env, why)) {
     Finish(item, ItemState::kFailed, why);
     FailNode(node, fmt::format("{}: {}", item.step, why));

@@ -1,5 +1,7 @@
 #include "gpuctl/run/prober.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "gpuctl/run/failure_text.h"
@@ -8,6 +10,22 @@
 
 namespace gpuctl {
 namespace {
+
+// What a probe or verification is sent: the item's environment less the
+// parameters its step gives to the change only (Step::change_params), which
+// are never copied, however long.
+std::map<std::string, std::string> ReadOnlyEnvironment(const Step& step, const StepEnv& env) {
+  std::map<std::string, std::string> plain;
+  for (const auto& [name, value] : env) {
+    const bool change_only =
+        std::any_of(step.change_params.begin(), step.change_params.end(),
+                    [&name = name](const std::string& p) { return ExportName(p) == name; });
+    if (!change_only) {
+      plain.emplace(name, value.str());
+    }
+  }
+  return plain;
+}
 
 // What a probe printed is kept in plans and journals; cap it so a chatty
 // probe cannot bloat them.
@@ -163,7 +181,7 @@ bool Prober::Verify(const Step& step, PlanItem& item) {
 
 ItemState Prober::Run(const Step& step, PlanItem& item, const std::string& script,
                       Activity activity) {
-  std::map<std::string, std::string> env = item.env;
+  std::map<std::string, std::string> env = ReadOnlyEnvironment(step, item.env);
   if (!AddInputs(step, item, env, activity)) {
     return item.state;
   }
@@ -205,7 +223,7 @@ void Prober::RunAll(const std::vector<Target>& all_targets, Activity activity) {
   std::vector<Target> targets;
   std::vector<BatchEntry> entries;
   for (const auto& t : all_targets) {
-    std::map<std::string, std::string> env = t.item->env;
+    std::map<std::string, std::string> env = ReadOnlyEnvironment(*t.step, t.item->env);
     if (!AddInputs(*t.step, *t.item, env, activity)) {
       continue;
     }

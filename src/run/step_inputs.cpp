@@ -28,7 +28,9 @@ bool StepInputs::Resolve(const Step& step, InputUse use, std::map<std::string, s
     if (input.secret && use != InputUse::kChange) {
       continue;
     }
-    const auto sources = inventory_.WithRole(input.from);
+    static const std::vector<const Node*> kNone;
+    auto held = holders_.find(input.from);
+    const auto& sources = held == holders_.end() ? kNone : held->second;
     if (sources.empty()) {
       why = fmt::format("input '{}': no node holds the role {}", input.name, ToString(input.from));
       return false;

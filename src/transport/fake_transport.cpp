@@ -112,7 +112,9 @@ CommandResult FakeTransport::AnswerScript(const std::string& node, const Command
   std::vector<Handler> handlers;
   {
     std::lock_guard lock(mutex_);
-    records_.push_back({node, command});
+    if (keep_records_) {
+      records_.push_back({node, command});
+    }
     std::string step;
     if (ParsePendingRebootMark(command.script, step)) {
       pending_reboot_[node].insert(step);
@@ -131,7 +133,9 @@ CommandResult FakeTransport::AnswerScript(const std::string& node, const Command
         return pending;
       }
       own.script = rest;
-      records_.back().command.script = rest;
+      if (keep_records_) {
+        records_.back().command.script = rest;
+      }
     }
     handlers = handlers_;
   }
@@ -144,6 +148,11 @@ CommandResult FakeTransport::AnswerScript(const std::string& node, const Command
   CommandResult ok;
   ok.exit_status = 0;
   return ok;
+}
+
+void FakeTransport::KeepRecords(bool keep) {
+  std::lock_guard lock(mutex_);
+  keep_records_ = keep;
 }
 
 std::vector<FakeTransport::Record> FakeTransport::Records() const {

@@ -1,5 +1,7 @@
 #include "gpuctl/view/plan_view.h"
 
+#include <sstream>
+
 #include <fmt/format.h>
 
 #include "gpuctl/util/utf8.h"
@@ -92,27 +94,27 @@ std::string RenderPlanText(const Plan& plan, const Inventory& inventory,
   return out;
 }
 
-nlohmann::json PlanToJson(const Plan& plan, const PlanHeader& header,
-                          const std::map<std::string, std::string>& node_errors) {
-  nlohmann::json doc;
-  doc["format"] = kPlanFormat;
-  doc["gpuctl_version"] = kVersion;
-  doc["created"] = header.created;
-  doc["cluster"] = header.cluster;
-  doc["inventory"] = {{"path", header.inventory_path}, {"digest", header.inventory_digest}};
-  doc["catalog_digest"] = header.catalog_digest;
+void WritePlanJson(std::ostream& out, const Plan& plan, const PlanHeader& header,
+                   const std::map<std::string, std::string>& node_errors) {
+  nlohmann::json head;
+  head["format"] = kPlanFormat;
+  head["gpuctl_version"] = kVersion;
+  head["created"] = header.created;
+  head["cluster"] = header.cluster;
+  head["inventory"] = {{"path", header.inventory_path}, {"digest", header.inventory_digest}};
+  head["catalog_digest"] = header.catalog_digest;
   const PlanSummary s = plan.Summarize();
-  doc["summary"] = {{"nodes", s.nodes},
-                    {"to_change", s.to_change},
-                    {"ok", s.ok},
-                    {"known_after_apply", s.known_after_apply},
-                    {"attention", s.attention},
-                    {"errors", s.errors},
-                    {"applied", s.applied},
-                    {"failed", s.failed},
-                    {"blocked", s.blocked},
-                    {"reboot_nodes", s.rebooting_nodes},
-                    {"line", s.Line()}};
+  head["summary"] = {{"nodes", s.nodes},
+                     {"to_change", s.to_change},
+                     {"ok", s.ok},
+                     {"known_after_apply", s.known_after_apply},
+                     {"attention", s.attention},
+                     {"errors", s.errors},
+                     {"applied", s.applied},
+                     {"failed", s.failed},
+                     {"blocked", s.blocked},
+                     {"reboot_nodes", s.rebooting_nodes},
+                     {"line", s.Line()}};
   nlohmann::json nodes = nlohmann::json::array();
   for (const auto& name : plan.nodes()) {
     nlohmann::json n = {{"name", name}};
@@ -124,23 +126,58 @@ nlohmann::json PlanToJson(const Plan& plan, const PlanHeader& header,
     }
     nodes.push_back(n);
   }
-  doc["nodes"] = nodes;
-  nlohmann::json items = nlohmann::json::array();
+  head["nodes"] = nodes;
+  // A long value (every node's hosts line) is written once, under its
+  // digest, and items name it: written into each item, it made a plan file
+  // grow with the square of the cluster.
+  nlohmann::json shared = nlohmann::json::object();
   for (const auto& item : plan.items()) {
-    // What nodes printed may be any bytes; JSON carries only UTF-8.
-    items.push_back({{"id", item.id},
-                     {"node", item.node},
-                     {"step", item.step},
-                     {"state", ToString(item.state)},
-                     {"observed", ValidUtf8(item.observed)},
-                     {"detail", ValidUtf8(item.detail)},
-                     {"digest", item.digest},
-                     {"reboot", item.reboot},
-                     {"after", item.after},
-                     {"env", item.env}});
+    for (const auto& [name, value] : item.env) {
+      if (!value.LongTextDigest().empty() && !shared.contains(value.LongTextDigest())) {
+        shared[value.LongTextDigest()] = value.str();
+      }
+    }
   }
-  doc["items"] = items;
-  return doc;
+  head["shared_values"] = shared;
+  // The head, then one item a line, streamed: the document is never held
+  // whole, however many items the plan has.
+  std::string text = head.dump(2);
+  text.pop_back();  // the closing brace; items follow
+  out << text << ",\n  \"items\": [";
+  bool first = true;
+  for (const auto& item : plan.items()) {
+    nlohmann::json env = nlohmann::json::object();
+    nlohmann::json env_shared = nlohmann::json::object();
+    for (const auto& [name, value] : item.env) {
+      if (value.LongTextDigest().empty()) {
+        env[name] = value.str();
+      } else {
+        env_shared[name] = value.LongTextDigest();
+      }
+    }
+    // What nodes printed may be any bytes; JSON carries only UTF-8.
+    const nlohmann::json j = {{"id", item.id},
+                              {"node", item.node},
+                              {"step", item.step},
+                              {"state", ToString(item.state)},
+                              {"observed", ValidUtf8(item.observed)},
+                              {"detail", ValidUtf8(item.detail)},
+                              {"digest", item.digest},
+                              {"reboot", item.reboot},
+                              {"after", item.after},
+                              {"env", env},
+                              {"env_shared", env_shared}};
+    out << (first ? "\n    " : ",\n    ") << j.dump();
+    first = false;
+  }
+  out << "\n  ]\n}\n";
+}
+
+nlohmann::json PlanToJson(const Plan& plan, const PlanHeader& header,
+                          const std::map<std::string, std::string>& node_errors) {
+  std::ostringstream text;
+  WritePlanJson(text, plan, header, node_errors);
+  return nlohmann::json::parse(text.str());
 }
 
 SavedPlan PlanFromJson(const nlohmann::json& document, const std::string& path) {
@@ -166,6 +203,11 @@ SavedPlan PlanFromJson(const nlohmann::json& document, const std::string& path) 
         saved.header.node_os[nodes.back()] = n.at("os").get<std::string>();
       }
     }
+    std::map<std::string, SharedText> shared;
+    for (const auto& [digest, value] :
+         document.value("shared_values", nlohmann::json::object()).items()) {
+      shared.emplace(digest, SharedText(value.get<std::string>()));
+    }
     std::vector<PlanItem> items;
     for (const auto& j : document.at("items")) {
       PlanItem item;
@@ -180,7 +222,19 @@ SavedPlan PlanFromJson(const nlohmann::json& document, const std::string& path) 
       item.digest = j.at("digest").get<std::string>();
       item.reboot = j.value("reboot", false);  // absent in plans saved before it was recorded
       item.after = j.at("after").get<std::vector<std::size_t>>();
-      item.env = j.at("env").get<std::map<std::string, std::string>>();
+      for (auto& [name, value] : j.at("env").get<std::map<std::string, std::string>>()) {
+        item.env.emplace(name, SharedText(std::move(value)));
+      }
+      // Absent in plans saved before long values were written once.
+      for (const auto& [name, digest] : j.value("env_shared", nlohmann::json::object())
+                                            .get<std::map<std::string, std::string>>()) {
+        auto value = shared.find(digest);
+        if (value == shared.end()) {
+          fail(fmt::format("item {}: {} names shared value {}, which the plan does not have",
+                           item.id, name, digest));
+        }
+        item.env.emplace(name, value->second);
+      }
       if (item.id != items.size()) {
         fail(fmt::format("item ids must be 0..n-1 in order; found {} at position {}", item.id,
                          items.size()));

@@ -313,7 +313,7 @@ TEST_F(BadInputCliTest, ApplyRefusesAFifoAndAnOversizedSavedPlan) {
                 fifo.string() + ": error: not a regular file (a FIFO)\n");
 
   const fs::path plan = dir_ / "big-plan.json";
-  WriteFile(plan, "{\"format\": \"gpuctl.plan/v1\"");
+  WriteFile(plan, "{\"format\": \"gpuctl.plan/v2\"");
   fs::resize_file(plan, kMaxSavedPlanBytes + kMiB);
   ExpectRefused("apply --yes " + Quote(plan.string()),
                 plan.string() + ": error: 1025 MiB is larger than the 1024 MiB gpuctl reads\n");

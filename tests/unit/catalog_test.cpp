@@ -125,6 +125,39 @@ TEST(CatalogErrors, Syntax) {
   EXPECT_THAT(p.diagnostics.Format(), HasSubstr("pb.yaml:4:1: error: invalid YAML"));
 }
 
+TEST(CatalogChangeParams, GoToTheChangeOnlyAndCountInTheDigest) {
+  auto p = ParseText("steps:\n" +
+                     StepText("a", "    params: [hosts_sha256]\n    change_params: [hosts]\n"));
+  ASSERT_TRUE(p.catalog) << p.diagnostics.Format();
+  const Step& step = p.catalog->steps().front();
+  EXPECT_EQ(step.change_params, std::vector<std::string>{"hosts"});
+  auto without = ParseText("steps:\n" + StepText("a", "    params: [hosts_sha256]\n"));
+  ASSERT_TRUE(without.catalog);
+  EXPECT_NE(p.catalog->Digest(), without.catalog->Digest());
+}
+
+TEST(CatalogChangeParams, AProbeOrVerifyThatReadsOneIsAnError) {
+  // $GPUCTL_HOSTS_SHA256 is another variable: it does not count.
+  auto ok = ParseText(
+      "steps:\n  - id: a\n    roles: [worker]\n    params: [hosts_sha256]\n"
+      "    change_params: [hosts]\n    probe: test \"$GPUCTL_HOSTS_SHA256\" = x\n"
+      "    change: {any: echo \"$GPUCTL_HOSTS\"}\n");
+  EXPECT_TRUE(ok.catalog) << ok.diagnostics.Format();
+  auto probe = ParseText(
+      "steps:\n  - id: a\n    roles: [worker]\n    change_params: [hosts]\n"
+      "    probe: echo \"$GPUCTL_HOSTS\"\n    change: {any: true}\n");
+  EXPECT_TRUE(HasError(probe.diagnostics, 4, 20, "the probe reads $GPUCTL_HOSTS"));
+  auto verify = ParseText(
+      "steps:\n  - id: a\n    roles: [worker]\n    change_params: [hosts]\n"
+      "    probe: true\n    change: {any: true}\n    verify: echo $GPUCTL_HOSTS\n");
+  EXPECT_TRUE(HasError(verify.diagnostics, 4, 20, "the verification reads $GPUCTL_HOSTS"));
+  auto both =
+      ParseText("steps:\n" + StepText("a", "    params: [hosts]\n    change_params: [hosts]\n"));
+  EXPECT_TRUE(HasError(both.diagnostics, 7, 20, "'hosts' is in both params and change_params"));
+  auto unknown = ParseText("steps:\n" + StepText("a", "    change_params: [hostz]\n"));
+  EXPECT_TRUE(HasError(unknown.diagnostics, 6, 21, "unknown parameter 'hostz'"));
+}
+
 TEST(CatalogErrors, UnknownKeysWithSuggestion) {
   auto p = ParseText("steps:\n" + StepText("a", "    dependz: [b]\n") + "stepz: []\n");
   EXPECT_TRUE(HasError(p.diagnostics, 6, 5, "unknown key 'dependz' (did you mean 'depends'?)"));

@@ -129,7 +129,7 @@ TEST_F(CliSshTest, PlanProbesOverSshAndExitsTwoWhenChangesArePending) {
 
   std::ifstream in(dir_ / "plan.json");
   const auto plan = nlohmann::json::parse(in);
-  EXPECT_EQ(plan["format"], "gpuctl.plan/v1");
+  EXPECT_EQ(plan["format"], "gpuctl.plan/v2");
   ASSERT_EQ(plan["items"].size(), 2U);
   EXPECT_EQ(plan["items"][1]["state"], "change");
   EXPECT_EQ(sshd_->CountInLog("Accepted publickey"), 1) << "one session for every probe";

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "gpuctl/util/digest.h"
+
 namespace gpuctl {
 namespace {
 
@@ -45,7 +47,7 @@ nodes:
 TEST(Params, KnownParametersAreSortedAndComplete) {
   const auto& names = KnownParameters();
   EXPECT_TRUE(std::is_sorted(names.begin(), names.end()));
-  EXPECT_EQ(names.size(), 54U);
+  EXPECT_EQ(names.size(), 56U);
   EXPECT_TRUE(IsKnownParameter("driver_branch"));
   EXPECT_FALSE(IsKnownParameter("driver"));
   // Every known name has a value, and nothing else does.
@@ -141,6 +143,50 @@ TEST(Params, HostsListsManagementThenIbAddresses) {
   const Inventory inv = Load(kCluster);
   EXPECT_EQ(ParameterValues(inv, inv.nodes[0]).at("hosts"),
             "198.18.0.10 m1\n198.18.0.11 w1\n198.18.0.12 w2\n198.18.0.20 s1\n10.10.0.11 w1-ib");
+}
+
+TEST(Params, HostsSha256IsWhatSha256sumPrintsForTheBlock) {
+  const Inventory inv = Load(kCluster);
+  const auto values = ParameterValues(inv, inv.nodes[0]);
+  // printf '%s\n' "$GPUCTL_HOSTS" | sha256sum, as os.hosts' probe runs it.
+  const std::string hex = values.at("hosts_sha256");
+  ASSERT_EQ(hex.size(), 64U);
+  EXPECT_EQ(hex, Sha256Hex(values.at("hosts") + "\n"));
+  EXPECT_EQ(Sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+TEST(Params, TrustedSourcesFoldConsecutiveAddressesIntoExactBlocks) {
+  Inventory inv = Load(kCluster);
+  // .10 .11 .12 .20 and w1's IB address: .10/31 holds .10 and .11 only;
+  // .12 cannot join them (.12/30 would hold .13 and .14, not ours).
+  EXPECT_EQ(ParameterValues(inv, inv.nodes[0]).at("trusted_sources"),
+            "10.10.0.11 198.18.0.10/31 198.18.0.12 198.18.0.20");
+  // 256 consecutive addresses from .0 are one /24; IPv6 and names stay as
+  // they are; Kubernetes adds the pod network.
+  inv.nodes.resize(1);
+  for (int i = 0; i < 256; ++i) {
+    Node n = inv.nodes[0];
+    n.name = "n" + std::to_string(i);
+    n.address = "10.1.2." + std::to_string(i);
+    n.ib_address.clear();
+    inv.nodes.push_back(n);
+  }
+  inv.nodes[0].address = "fd00::1";
+  inv.nodes[1].ib_address = "ib-gw.example.org";
+  inv.orchestrator = Orchestrator::kKubernetes;
+  EXPECT_EQ(ParameterValues(inv, inv.nodes[0]).at("trusted_sources"),
+            "10.1.2.0/24 fd00::1 ib-gw.example.org 10.244.0.0/16");
+}
+
+TEST(Params, ClusterWideValuesAreBuiltOnceAndShared) {
+  const Inventory inv = Load(kCluster);
+  const ParameterTable table(inv);
+  const StepEnv a = table.For(inv.nodes[1]).Environment({"hosts", "node_name"});
+  const StepEnv b = table.For(inv.nodes[2]).Environment({"hosts", "node_name"});
+  // The same string, not an equal copy: a plan holds one per cluster.
+  EXPECT_EQ(&a.at("GPUCTL_HOSTS").str(), &b.at("GPUCTL_HOSTS").str());
+  EXPECT_EQ(a.at("GPUCTL_NODE_NAME"), "w1");
+  EXPECT_EQ(b.at("GPUCTL_NODE_NAME"), "w2");
 }
 
 TEST(Params, GpuNodesNamesEveryNodeWithGpusOnEveryNode) {

@@ -114,6 +114,26 @@ TEST_F(ProbePhaseTest, ProbesRunWithTheStepsEnvironment) {
   }
 }
 
+TEST_F(ProbePhaseTest, ChangeParamsReachTheItemButNotTheProbe) {
+  std::vector<Step> steps = catalog.steps();
+  steps[1].params = {"node_name"};
+  steps[1].change_params = {"hosts"};
+  catalog = Catalog::FromSteps(steps);
+  const Plan plan = RunPlan();
+  // The change is sent the item's whole environment (executor.cpp)...
+  EXPECT_EQ(plan.Find("worker1", "gpu.driver")->env.count("GPUCTL_HOSTS"), 1U);
+  // ... the probe only what it reads.
+  int probes = 0;
+  for (const auto& r : transport.RecordsFor("worker1")) {
+    if (r.command.script == "probe gpu.driver") {
+      ++probes;
+      EXPECT_EQ(r.command.env.at("GPUCTL_NODE_NAME"), "worker1");
+      EXPECT_EQ(r.command.env.count("GPUCTL_HOSTS"), 0U);
+    }
+  }
+  EXPECT_EQ(probes, 1);
+}
+
 TEST_F(ProbePhaseTest, BoundedConcurrencyStillProbesEveryNode) {
   RunOptions one_at_a_time;
   one_at_a_time.concurrency = 1;

@@ -64,6 +64,7 @@ enum class StepCondition {
   kRegistryMirrors,  // mirrors.registries names at least one registry
   kDockerRepo,       // Docker's repository supplies packages: policy.docker, or dnf (containerd.io)
   kEpelRepo,         // EPEL supplies packages: dnf with Slurm, or a dnf Kubernetes master (helm)
+  kHostsFile,        // network.name_resolution: hosts (gpuctl keeps /etc/hosts)
 };
 
 // The name a playbook's `when` uses for a condition ("has_gpus").
@@ -90,6 +91,12 @@ struct Step {
   // Inventory parameters the scripts read, each exported as GPUCTL_<NAME>
   // (params.h lists the names); unknown names are load errors.
   std::vector<std::string> params;
+  // Parameters only the change scripts are sent, not the probe or the
+  // verification: a value as long as the cluster is large (every node's
+  // hosts line) that the probe compares by a digest parameter instead, so a
+  // plan does not ship it to every node. Part of the item's digest all the
+  // same.
+  std::vector<std::string> change_params;
   // Inventory secrets the scripts read (params.h: KnownSecrets), exported as
   // GPUCTL_<NAME> at run time only: never in a plan, its digest or a journal.
   std::vector<std::string> secrets;

@@ -119,8 +119,14 @@ struct Nfs {
   std::vector<NfsMount> mounts;  // mounted on every non-server node
 };
 
+// How nodes find each other by name: gpuctl's block in every /etc/hosts, or
+// the site's DNS (a large cluster's usual choice: no file with a line per
+// node on every node).
+enum class NameResolution { kHostsFile, kDns };
+
 struct Network {
   std::string subnet;  // management subnet (CIDR), used to limit NFS exports
+  NameResolution name_resolution = NameResolution::kHostsFile;
   std::string pod_cidr = "10.244.0.0/16";
   std::string service_cidr = "10.96.0.0/12";
   // The master's upstream time servers (host names or addresses); empty:
@@ -196,7 +202,10 @@ struct Inventory {
   std::vector<Node> nodes;  // in file order
 
   [[nodiscard]] const Node* Find(const std::string& name) const;
+  // Scans every node: a run that asks per item keeps RoleHolders() instead.
   [[nodiscard]] std::vector<const Node*> WithRole(Role role) const;
+  // Every role's holders (WithRole for each), in one pass.
+  [[nodiscard]] std::map<Role, std::vector<const Node*>> RoleHolders() const;
   // The first master; nullptr if none (a loaded inventory has exactly one).
   [[nodiscard]] const Node* Master() const;
   // The node serving NFS: nfs.server, else the first storage node, else the

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gpuctl/model/inventory.h"
+#include "gpuctl/util/shared_text.h"
 
 namespace gpuctl {
 
@@ -29,11 +30,56 @@ class RenderError : public std::logic_error {
   RenderError(const std::string& parameter, const std::string& problem);
 };
 
-// Values of all known parameters for one node of an inventory. Throws
-// RenderError for a value that would break its format (above).
-std::map<std::string, std::string> ParameterValues(const Inventory& inventory, const Node& node);
+// A step's environment: GPUCTL_<NAME> -> value. Values that are the same on
+// every node are shared between the items that hold them.
+using StepEnv = std::map<std::string, SharedText>;
 
-// The environment for a step's scripts: GPUCTL_<NAME>=value for each name.
+// The environment as a command carries it to one node.
+std::map<std::string, std::string> PlainEnvironment(const StepEnv& env);
+
+// Every known parameter of an inventory, computed once: the values that are
+// the same on every node (the versions, the hosts lines, the Slurm node list)
+// when the table is built, each node's own (its name, OS, repositories) when
+// asked for. Planning N nodes costs N small lookups plus one copy of each
+// cluster-wide value, not N copies of values that grow with N.
+class NodeParameters;
+class ParameterTable {
+ public:
+  // Throws RenderError for a cluster-wide value that would break its format.
+  explicit ParameterTable(const Inventory& inventory);
+
+  // Every known parameter's value for `node`. Throws RenderError as above.
+  // The result refers to this table: it must not outlive it.
+  [[nodiscard]] NodeParameters For(const Node& node) const;
+
+ private:
+  const Inventory& inventory_;
+  std::map<std::string, SharedText> cluster_;
+};
+
+// One node's parameters: its own values, and the table's shared ones.
+class NodeParameters {
+ public:
+  // GPUCTL_<NAME>=value for each of `names`. Throws std::invalid_argument
+  // for a name that is not a known parameter (the catalog loader refuses
+  // those, so that is a bug).
+  [[nodiscard]] StepEnv Environment(const std::vector<std::string>& names) const;
+  // Every parameter, as plain strings.
+  [[nodiscard]] std::map<std::string, std::string> All() const;
+
+ private:
+  friend class ParameterTable;
+  NodeParameters(const std::map<std::string, SharedText>& cluster,
+                 std::map<std::string, SharedText> own)
+      : cluster_(&cluster), own_(std::move(own)) {}
+  const std::map<std::string, SharedText>* cluster_;
+  std::map<std::string, SharedText> own_;
+};
+
+// Values of all known parameters for one node, as plain strings (tests and
+// one-off callers; a plan goes through one ParameterTable).
+std::map<std::string, std::string> ParameterValues(const Inventory& inventory, const Node& node);
+// ... and one step's environment, as plain strings.
 std::map<std::string, std::string> StepEnvironment(const std::vector<std::string>& names,
                                                    const Inventory& inventory, const Node& node);
 

@@ -6,12 +6,14 @@
 
 #include <cstddef>
 #include <map>
+#include <unordered_map>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "gpuctl/model/catalog.h"
 #include "gpuctl/model/inventory.h"
+#include "gpuctl/model/params.h"
 
 namespace gpuctl {
 
@@ -36,11 +38,11 @@ struct PlanItem {
   std::size_t id = 0;
   std::string node;
   std::string step;
-  std::vector<std::size_t> after;          // items that must be done first
-  std::vector<std::size_t> before;         // items waiting for this one
-  std::map<std::string, std::string> env;  // the step's declared parameters
-  std::string digest;   // of the step's scripts and env: what "this step" means here
-  bool reboot = false;  // the step's change takes effect only after a reboot
+  std::vector<std::size_t> after;   // items that must be done first
+  std::vector<std::size_t> before;  // items waiting for this one
+  StepEnv env;                      // the step's declared parameters
+  std::string digest;               // of the step's scripts and env: what "this step" means here
+  bool reboot = false;              // the step's change takes effect only after a reboot
 
   ItemState state = ItemState::kUnprobed;
   std::string observed;  // the probe's stdout, trimmed: what the node reported
@@ -88,8 +90,9 @@ class Plan {
   [[nodiscard]] std::vector<PlanItem>& items() { return items_; }
   [[nodiscard]] PlanItem* Find(const std::string& node, const std::string& step);
   [[nodiscard]] const PlanItem* Find(const std::string& node, const std::string& step) const;
-  // Item ids of one node, in the node's execution order.
-  [[nodiscard]] std::vector<std::size_t> ItemsOf(const std::string& node) const;
+  // Item ids of one node, in the node's execution order (none for a node
+  // the plan does not have).
+  [[nodiscard]] const std::vector<std::size_t>& ItemsOf(const std::string& node) const;
   // Marks every item of a node that cannot be worked on (no connection, or
   // not the OS the inventory says) as unreachable, with the reason.
   void MarkUnreachable(const std::string& node, const std::string& reason);
@@ -97,11 +100,13 @@ class Plan {
   [[nodiscard]] PlanSummary Summarize() const;
 
  private:
-  void Link();  // fills `before` and the index from `after`
+  void Link();  // fills `before` and the indexes from `after`
 
   std::vector<PlanItem> items_;
-  std::vector<std::string> nodes_;                                    // inventory order
-  std::map<std::pair<std::string, std::string>, std::size_t> index_;  // (node, step) -> id
+  std::vector<std::string> nodes_;  // inventory order
+  // node -> its items; a (node, step) lookup scans that node's few dozen
+  // items, which beats a tree keyed by both names (one entry per item).
+  std::unordered_map<std::string, std::vector<std::size_t>> by_node_;
 };
 
 }  // namespace gpuctl

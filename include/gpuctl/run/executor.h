@@ -75,7 +75,8 @@ class Executor {
 
   RunContext& context_;
   ApplyOptions options_;
-  Scheduler scheduler_;  // everything the node walkers share
+  std::map<Role, std::vector<const Node*>> holders_;  // once: asked for on every item
+  Scheduler scheduler_;                               // everything the node walkers share
 };
 
 }  // namespace gpuctl

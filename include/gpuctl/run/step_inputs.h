@@ -41,6 +41,7 @@ class StepInputs {
   StepInputs(const Inventory& inventory, const std::string& prelude, Transport& transport,
              Redactor& redactor, Reporter& reporter, bool trust_new_host_keys)
       : inventory_(inventory),
+        holders_(inventory.RoleHolders()),
         prelude_(prelude),
         transport_(transport),
         redactor_(redactor),
@@ -74,6 +75,7 @@ class StepInputs {
   bool Fetch(const Node& node, const StepInput& input, std::string& value, std::string& why);
 
   const Inventory& inventory_;
+  std::map<Role, std::vector<const Node*>> holders_;  // once: asked for on every item
   const std::string& prelude_;
   Transport& transport_;
   Redactor& redactor_;

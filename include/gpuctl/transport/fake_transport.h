@@ -42,6 +42,10 @@ class FakeTransport : public Transport {
 
   std::unique_ptr<Connection> Connect(const Endpoint& endpoint) override;
 
+  // Off: commands are answered but not recorded (a benchmark of thousands of
+  // nodes would otherwise measure the record). On by default.
+  void KeepRecords(bool keep);
+
   [[nodiscard]] std::vector<Record> Records() const;
   [[nodiscard]] std::vector<Record> RecordsFor(const std::string& node) const;
   [[nodiscard]] int Connects(const std::string& node) const;
@@ -60,6 +64,7 @@ class FakeTransport : public Transport {
   std::map<std::string, int> boots_;                             // restarts so far, per node
   std::map<std::string, std::set<std::string>> pending_reboot_;  // /run/gpuctl-reboot-pending
   std::vector<Record> records_;
+  bool keep_records_ = true;
 };
 
 }  // namespace gpuctl

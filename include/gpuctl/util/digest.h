@@ -10,4 +10,8 @@ namespace gpuctl {
 
 std::string Digest(std::string_view text);
 
+// SHA-256 of `text` in lower-case hex, as `sha256sum` prints it: for a value
+// a node compares with its own files (OpenSSL's libcrypto computes it).
+std::string Sha256Hex(std::string_view text);
+
 }  // namespace gpuctl

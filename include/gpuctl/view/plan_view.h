@@ -2,6 +2,7 @@
 // apply and check all print through here so the three never disagree.
 #pragma once
 
+#include <iosfwd>
 #include <map>
 #include <string>
 
@@ -39,6 +40,10 @@ std::string RenderPlanText(const Plan& plan, const Inventory& inventory,
                            const std::map<std::string, std::string>& node_errors,
                            const TextOptions& options);
 
+// The plan as JSON (docs/json.md), streamed to `out` an item a line.
+void WritePlanJson(std::ostream& out, const Plan& plan, const PlanHeader& header,
+                   const std::map<std::string, std::string>& node_errors);
+// The same document, parsed (tests, small plans).
 nlohmann::json PlanToJson(const Plan& plan, const PlanHeader& header,
                           const std::map<std::string, std::string>& node_errors);
 
@@ -50,6 +55,7 @@ struct SavedPlan {
 };
 SavedPlan PlanFromJson(const nlohmann::json& document, const std::string& path);
 
-inline constexpr const char* kPlanFormat = "gpuctl.plan/v1";
+// v2: long env values are written once, under "shared_values".
+inline constexpr const char* kPlanFormat = "gpuctl.plan/v2";
 
 }  // namespace gpuctl

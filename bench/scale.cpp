@@ -1,0 +1,181 @@
+// gpuctl-bench-scale: how planning and apply scheduling grow with the number
+// of nodes, with nothing but gpuctl's own work on the clock. The real
+// inventory loader, catalog, plan, pipeline and executor run; the transport
+// is FakeTransport, whose nodes answer every command at once. Prints figures;
+// asserts nothing (scripts/bench.sh runs it, docs/benchmark.md has results).
+//
+//   gpuctl-bench-scale plan  INVENTORY [PLAYBOOKS]
+//   gpuctl-bench-scale apply INVENTORY [PLAYBOOKS]
+//
+// plan:  load -> Plan::Build alone -> the plan action (connect, read each
+//        node's OS, build, one probe batch per node; every probe says
+//        "needs change").
+// apply: the apply action: Prepare (as plan, plus node locks), then every
+//        change, reboot and verification, each answered at once, each
+//        verification passing once its change ran.
+// One inventory per process, so the peak RSS printed is that run's own.
+#include <sys/resource.h>
+
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "gpuctl/action/apply_action.h"
+#include "gpuctl/action/read_only.h"
+#include "gpuctl/action/spec.h"
+#include "gpuctl/model/os_release.h"
+#include "gpuctl/run/prober.h"
+#include "gpuctl/run/script_runner.h"
+#include "gpuctl/transport/fake_transport.h"
+
+namespace gpuctl {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point since) {
+  return std::chrono::duration<double>(Clock::now() - since).count();
+}
+
+double PeakMiB() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB
+}
+
+// /etc/os-release as each node would print it, for the identify phase.
+std::string OsReleaseText(const Node& node) {
+  return fmt::format("ID={}\nVERSION_ID=\"{}\"\nNAME=\"{}\"\n", node.os.id, node.os.version,
+                     node.os.id);
+}
+
+// Nodes that keep what their changes did: a step's probe and verification
+// pass once its change ran there. Scripts are told apart by their text, which
+// is the step's own after the prelude.
+class ConvergingNodes {
+ public:
+  ConvergingNodes(const Spec& spec, FakeTransport& transport) : transport_(transport) {
+    for (const auto& step : spec.catalog.steps()) {
+      scripts_.emplace(step.probe, step.id);
+      if (!step.verify.empty()) {
+        scripts_.emplace(step.verify, step.id);
+      }
+      for (const auto& [family, script] : step.change) {
+        changes_.emplace(script, step.id);
+      }
+    }
+    for (const auto& node : spec.inventory.nodes) {
+      os_release_.emplace(node.name, OsReleaseText(node));
+    }
+  }
+
+  std::optional<CommandResult> Answer(const std::string& node, const Command& command) {
+    CommandResult r;
+    r.exit_status = 0;
+    if (command.script == OsReleaseScript()) {
+      r.out = os_release_.at(node);
+      return r;
+    }
+    const std::string& script = command.script;
+    const std::size_t mark = script.find(kStepMark);
+    const std::string own =
+        mark == std::string::npos ? script : script.substr(mark + kStepMark.size());
+    if (auto it = changes_.find(own); it != changes_.end()) {
+      std::lock_guard lock(mutex_);
+      done_.insert({node, it->second});
+      return r;
+    }
+    if (auto it = scripts_.find(own); it != scripts_.end()) {
+      std::lock_guard lock(mutex_);
+      r.exit_status = done_.count({node, it->second}) != 0 ? 0 : kProbeNeedsChange;
+      return r;
+    }
+    if (script.find("systemctl reboot") != std::string::npos) {
+      transport_.Restart(node);  // back at once, its /run emptied
+    }
+    return r;  // gpuctl's own bookkeeping (locks, reboot marks): succeeds
+  }
+
+ private:
+  static constexpr std::string_view kStepMark = "\n# --- step ---\n";
+  FakeTransport& transport_;
+  std::unordered_map<std::string, std::string> scripts_;
+  std::unordered_map<std::string, std::string> changes_;
+  std::unordered_map<std::string, std::string> os_release_;
+  std::mutex mutex_;
+  std::set<std::pair<std::string, std::string>> done_;
+};
+
+int Run(const std::string& mode, const std::string& inventory, const std::string& playbooks) {
+  auto start = Clock::now();
+  SpecOptions spec_options;
+  spec_options.playbooks = playbooks;
+  std::ostringstream diagnostics;
+  auto spec = LoadSpec(inventory, spec_options, diagnostics);
+  if (!spec) {
+    std::cerr << diagnostics.str();
+    return 1;
+  }
+  const double load = Seconds(start);
+
+  start = Clock::now();
+  std::size_t items = Plan::Build(spec->inventory, spec->catalog).items().size();
+  const double build = Seconds(start);
+
+  FakeTransport transport;
+  transport.KeepRecords(false);  // a record of every command would be the benchmark
+  auto nodes = std::make_shared<ConvergingNodes>(*spec, transport);
+  transport.AddHandler(
+      [nodes](const std::string& node, const Command& c) { return nodes->Answer(node, c); });
+  Reporter quiet;
+  RunOptions run;
+
+  start = Clock::now();
+  std::string outcome;
+  if (mode == "plan") {
+    const ReadOnlyResult result = PlanAction(*spec, transport, quiet, run);
+    outcome = result.plan.Summarize().Line();
+  } else {
+    const std::filesystem::path dir =
+        std::filesystem::temp_directory_path() / fmt::format("gpuctl-bench-{}", getpid());
+    ApplyTarget target;
+    target.path = target.inventory_path = inventory;
+    ApplySettings settings;
+    settings.run = run;
+    settings.run_dir = dir.string();
+    {
+      ApplyAction action(*spec, target, transport, quiet, settings);
+      if (!action.Prepare().drift.empty()) {
+        std::cerr << "drift in a fresh plan\n";
+        return 1;
+      }
+      action.Apply();
+      action.Finish();
+      outcome = action.plan().Summarize().Line();
+    }
+    std::filesystem::remove_all(dir);
+  }
+  const double action = Seconds(start);
+  fmt::print(
+      "{:>6} nodes {:>7} items  load {:6.2f} s  build {:6.2f} s  {} {:6.2f} s  peak {:7.1f} MiB  "
+      "({})\n",
+      spec->inventory.nodes.size(), items, load, build, mode, action, PeakMiB(), outcome);
+  return 0;
+}
+
+}  // namespace
+}  // namespace gpuctl
+
+int main(int argc, char** argv) {
+  if (argc < 3 || (std::string(argv[1]) != "plan" && std::string(argv[1]) != "apply")) {
+    std::cerr << "usage: gpuctl-bench-scale plan|apply INVENTORY [PLAYBOOKS]\n";
+    return 2;
+  }
+  return gpuctl::Run(argv[1], argv[2], argc > 3 ? argv[3] : GPUCTL_SOURCE_DIR "/playbooks");
+}
