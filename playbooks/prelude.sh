@@ -2,8 +2,136 @@
 # POSIX sh. GPUCTL_OS_FAMILY (debian|rhel) is always set by gpuctl.
 # Keep functions small: each is part of every script's digest.
 
+# Facts (docs/playbooks.md#facts). A probe batch (`gpuctl plan`, check,
+# apply's probes) runs every probe as a subshell of one shell, which first
+# calls gpuctl_gather_facts: the installed packages, the states of the
+# catalog's services, os-release and the kernel, each read once with one
+# command. The helpers below (pkg_*, svc_*, unit_started_after, the
+# containerd_* readers) answer from these with shell builtins; a script run
+# on its own (a change, its verification) has no facts, so they ask the live
+# system. Only read-only scripts may run after a gather: facts are never
+# refreshed.
+
+# gpuctl_gather_facts FAMILY: gathers the facts for OS family FAMILY (debian
+# or rhel: GPUCTL_OS_FAMILY is each probe's own). A query that fails leaves
+# its facts out, and the helpers ask the live system instead.
+# shellcheck disable=SC2034 # GPUCTL_FACT_* are for the probes
+gpuctl_gather_facts() {
+  _gf_fam=$1 _gf_pkgs='' _gf_svcs='' _gf_ctrd=''
+  # One line per package: the shell assignment of its "STATUS|VERSION"
+  # (dpkg's Status, or "install ok installed" for rpm), concatenated as
+  # dpkg-query -W and rpm -q print several packages of one name.
+  case "$1" in
+    debian) _gf=$(dpkg-query -W -f='${Package} ${Status}|${Version}\n' 2>/dev/null | _gpuctl_pkg_vars) ;;
+    rhel) _gf=$(rpm -qa --qf '%{NAME} install ok installed|%{VERSION}-%{RELEASE}\n' 2>/dev/null | _gpuctl_pkg_vars) ;;
+    *) _gf= ;;
+  esac
+  [ -z "$_gf" ] || { eval "$_gf" && _gf_pkgs=$1; }
+  # ActiveState, UnitFileState, LoadState and ActiveEnterTimestamp of the
+  # catalog's units (systemctl show prints one block per unit, in order).
+  set -- containerd docker kubelet nvidia-persistenced dcgm-exporter prometheus nfs-server \
+    chrony chronyd openibd munge slurmctld slurmd ufw firewalld
+  if _gf=$(systemctl show --timestamp=unix -p ActiveState,UnitFileState,LoadState,ActiveEnterTimestamp -- "$@" 2>/dev/null); then
+    _gf_a='' _gf_e='' _gf_l='' _gf_t=''
+    while IFS= read -r _gfl; do
+      case "$_gfl" in
+        ActiveState=*) _gf_a=${_gfl#*=} ;;
+        UnitFileState=*) _gf_e=${_gfl#*=} ;;
+        LoadState=*) _gf_l=${_gfl#*=} ;;
+        ActiveEnterTimestamp=*) _gf_t=${_gfl#*=} ;;
+        "")
+          [ $# -gt 0 ] || break
+          _gpuctl_key "$1" && eval "_gfs_$_gk=\$_gf_a\|\$_gf_e\|\$_gf_l\|\${_gf_t#@}"
+          _gf_a='' _gf_e='' _gf_l='' _gf_t=''
+          shift ;;
+      esac
+    done <<EOF
+$_gf
+
+EOF
+    # Every unit's block was read: the facts are whole.
+    [ $# -gt 0 ] || _gf_svcs=1
+  fi
+  # os-release and the kernel, as variables, without sourcing the file
+  # (its NAME, ID... would reach every probe).
+  GPUCTL_FACT_OS_ID='' GPUCTL_FACT_OS_VERSION_ID=''
+  while IFS='=' read -r _gfk _gfv || [ -n "$_gfk" ]; do
+    _gfv=${_gfv#[\"\']} _gfv=${_gfv%[\"\']}
+    case "$_gfk" in ID) GPUCTL_FACT_OS_ID=$_gfv ;; VERSION_ID) GPUCTL_FACT_OS_VERSION_ID=$_gfv ;; esac
+  done </etc/os-release 2>/dev/null || true
+  # A string, not a number: the shell's read gets it whole from /proc/sys.
+  read -r GPUCTL_FACT_KERNEL </proc/sys/kernel/osrelease 2>/dev/null || GPUCTL_FACT_KERNEL=$(uname -r)
+  # A scratch directory for the batch, removed when its shell exits, where
+  # there is something to keep: containerd's effective configuration (three
+  # probes read it), a throwaway GNUPGHOME for gpuctl's repository keys.
+  _gf_tmp='' _gfk='' _gfr=''
+  unset _gf_apt_policy
+  command -v containerd >/dev/null 2>&1 && _gfk=1
+  for _gfl in /etc/apt/keyrings/gpuctl-* /etc/pki/rpm-gpg/RPM-GPG-KEY-gpuctl-*; do
+    [ ! -e "$_gfl" ] || _gfk=1 _gfr=1
+  done
+  [ -n "$_gfk" ] || return 0
+  _gf_tmp=$(mktemp -d 2>/dev/null) || { _gf_tmp=''; return 0; }
+  trap 'rm -rf "$_gf_tmp"' EXIT
+  # apt's view of the sources (the repos.* verifications read it).
+  if [ "$_gf_fam" = debian ] && [ -n "$_gfr" ]; then
+    _gf_apt_policy=$(apt-cache policy 2>/dev/null) || unset _gf_apt_policy
+  fi
+  if command -v containerd >/dev/null 2>&1; then
+    if containerd config dump >"$_gf_tmp/containerd" 2>&1; then _gf_ctrd=ok; else _gf_ctrd=failed; fi
+    _gf_ctrd_mtime=$(stat -c %Y /etc/containerd/config.toml 2>/dev/null) || _gf_ctrd_mtime=0
+  fi
+}
+
+# _gpuctl_pkg_vars: package lines ("NAME STATUS|VERSION") on stdin as shell
+# assignments of _gfp_<key> (_gpuctl_key's encoding); names it cannot encode
+# are left out (their helpers then ask live).
+_gpuctl_pkg_vars() {
+  awk '{
+    n = $1; k = ""
+    for (i = 1; i <= length(n); i++) {
+      c = substr(n, i, 1)
+      if (c ~ /[A-Za-z0-9]/) k = k c
+      else if (c == "-") k = k "_2d"; else if (c == ".") k = k "_2e"; else if (c == "+") k = k "_2b"
+      else if (c == "_") k = k "_5f"; else if (c == ":") k = k "_3a"; else if (c == "@") k = k "_40"
+      else { k = ""; break }
+    }
+    v = substr($0, length(n) + 2); p = index(v, "|")
+    if (k != "" && p && index(v, "\047") == 0) { st[k] = st[k] substr(v, 1, p - 1); ver[k] = ver[k] substr(v, p + 1) }
+  }
+  END { for (k in st) printf "_gfp_%s=\047%s|%s\047\n", k, st[k], ver[k] }'
+}
+
+# _gpuctl_key NAME: sets _gk to NAME as a variable name's tail: letters and
+# digits kept, - . + _ : @ / as _2d _2e _2b _5f _3a _40 _2f; fails on
+# anything else.
+_gpuctl_key() {
+  _gk='' _gkr=$1
+  while [ -n "$_gkr" ]; do
+    _gkc=${_gkr%"${_gkr#?}"} _gkr=${_gkr#?}
+    case "$_gkc" in
+      [A-Za-z0-9]) _gk=$_gk$_gkc ;;
+      -) _gk=${_gk}_2d ;; .) _gk=${_gk}_2e ;; +) _gk=${_gk}_2b ;;
+      _) _gk=${_gk}_5f ;; :) _gk=${_gk}_3a ;; @) _gk=${_gk}_40 ;; /) _gk=${_gk}_2f ;;
+      *) return 1 ;;
+    esac
+  done
+  [ -n "$_gk" ]
+}
+
+# _gpuctl_pkg NAME: with the package facts of this node's family gathered,
+# sets _gpv to NAME's "STATUS|VERSION" ("" when the database has no NAME);
+# fails without facts (ask live).
+_gpuctl_pkg() {
+  [ -n "${_gf_pkgs:-}" ] && [ "$_gf_pkgs" = "$GPUCTL_OS_FAMILY" ] && _gpuctl_key "$1" || return 1
+  eval "_gpv=\${_gfp_$_gk-}"
+}
+
 # pkg_installed NAME: true when the package is installed.
 pkg_installed() {
+  if _gpuctl_pkg "$1"; then
+    case "$_gpv" in *" ok installed|"*) return 0 ;; *) return 1 ;; esac
+  fi
   case "$GPUCTL_OS_FAMILY" in
     # "install ok installed", or "hold ok installed" once apt-mark holds it.
     debian) dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q ' ok installed$' ;;
@@ -14,11 +142,38 @@ pkg_installed() {
 
 # pkg_version NAME: the installed version, empty if not installed.
 pkg_version() {
+  if _gpuctl_pkg "$1"; then
+    [ -z "$_gpv" ] || printf '%s' "${_gpv#*|}"
+    return 0
+  fi
   case "$GPUCTL_OS_FAMILY" in
     debian) dpkg-query -W -f='${Version}' "$1" 2>/dev/null || true ;;
     # rpm -q prints "package X is not installed" on stdout: ask only then.
     rhel) if rpm -q --quiet "$1" 2>/dev/null; then rpm -q --qf '%{VERSION}-%{RELEASE}' "$1"; fi ;;
   esac
+}
+
+# pkg_ver NAME: sets pkg_v to what pkg_version prints, without the subshell
+# of $(pkg_version NAME) in a batch.
+# shellcheck disable=SC2034 # pkg_v is for the caller
+pkg_ver() {
+  if _gpuctl_pkg "$1"; then
+    pkg_v=
+    [ -z "$_gpv" ] || pkg_v=${_gpv#*|}
+  else
+    pkg_v=$(pkg_version "$1")
+  fi
+}
+
+# pkg_held NAME: true when apt-mark holds NAME (dpkg's Status starts with
+# "hold"; Debian family only).
+pkg_held() {
+  if _gpuctl_pkg "$1"; then
+    case "$_gpv" in "hold "*) return 0 ;; *) return 1 ;; esac
+  fi
+  # shellcheck disable=SC2046 # "NAME WANT OK STATUS"
+  set -- $(dpkg-query -W -f='${Package} ${Status}\n' "$1" 2>/dev/null)
+  [ "${2:-}" = hold ]
 }
 
 # pkg_state NAME: nothing (status 0) when NAME is installed; else (status 1)
@@ -27,10 +182,10 @@ pkg_version() {
 # "nvidia-dkms-550 is half-configured (iF): its postinst failed". What probes
 # print for a package that is not (fully) installed.
 pkg_state() {
-  case "$GPUCTL_OS_FAMILY" in
+  if _gpuctl_pkg "$1"; then _ps=${_gpv%|*}; else case "$GPUCTL_OS_FAMILY" in
     debian) _ps=$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null) || _ps= ;;
     rhel) if rpm -q --quiet "$1" 2>/dev/null; then _ps="install ok installed"; else _ps=; fi ;;
-  esac
+  esac; fi
   # shellcheck disable=SC2086 # the three words of the field
   set -- "$1" $_ps
   case "${2:-}" in install) _pw=i ;; hold) _pw=h ;; deinstall) _pw=r ;; purge) _pw=p ;; *) _pw=u ;; esac
@@ -45,6 +200,54 @@ pkg_state() {
     *) echo "$1 is not installed" ;;
   esac
   return 1
+}
+
+# Services. _gpuctl_svc UNIT: with the service facts gathered, sets _gsa,
+# _gse, _gsl, _gst to UNIT's ActiveState, UnitFileState, LoadState and
+# ActiveEnterTimestamp (seconds); fails for a unit gpuctl_gather_facts does
+# not list, or without facts (ask live).
+_gpuctl_svc() {
+  [ -n "${_gf_svcs:-}" ] && _gpuctl_key "${1%.service}" || return 1
+  eval "_gsv=\${_gfs_$_gk-}"
+  [ -n "$_gsv" ] || return 1
+  _gsa=${_gsv%%|*} _gsv=${_gsv#*|}
+  _gse=${_gsv%%|*} _gsv=${_gsv#*|}
+  _gsl=${_gsv%%|*} _gst=${_gsv#*|}
+}
+
+# svc_active UNIT: true when UNIT is active (systemctl is-active --quiet).
+svc_active() {
+  if _gpuctl_svc "$1"; then
+    case "$_gsa" in active | reloading | refreshing) return 0 ;; *) return 3 ;; esac
+  fi
+  systemctl is-active --quiet "$1" 2>/dev/null
+}
+
+# svc_enabled UNIT: true when UNIT starts at boot (systemctl is-enabled --quiet).
+svc_enabled() {
+  if _gpuctl_svc "$1"; then
+    case "$_gse" in enabled | enabled-runtime | static | alias | indirect | generated) return 0 ;; *) return 1 ;; esac
+  fi
+  systemctl is-enabled --quiet "$1" 2>/dev/null
+}
+
+# svc_state UNIT: sets svc_is_active and svc_is_enabled to what `systemctl
+# is-active` and `systemctl is-enabled` print for UNIT ("" for a unit
+# without a unit file, where is-enabled prints only an error).
+# shellcheck disable=SC2034 # svc_is_* are for the caller
+svc_state() {
+  if _gpuctl_svc "$1"; then
+    svc_is_active=$_gsa svc_is_enabled=$_gse
+  else
+    svc_is_active=$(systemctl is-active "$1" 2>/dev/null || true)
+    svc_is_enabled=$(systemctl is-enabled "$1" 2>/dev/null || true)
+  fi
+}
+
+# svc_exists UNIT: true when systemd knows UNIT (a unit file, or masked).
+svc_exists() {
+  if _gpuctl_svc "$1"; then [ "$_gsl" != not-found ]; return; fi
+  systemctl cat "$1" >/dev/null 2>&1
 }
 
 # pkg_explain LOG: the lines of an apt, dpkg or dnf log that say why it
@@ -122,7 +325,24 @@ pkg_install() {
 
 # file_is PATH CONTENT: true when PATH holds exactly CONTENT (plus newline).
 file_is() {
-  [ -f "$1" ] && [ "$(cat "$1")" = "$2" ]
+  [ -f "$1" ] && file_read "$1" && [ "$file_text" = "$2" ]
+}
+
+# file_read PATH: sets file_text to what $(cat PATH) gives (trailing
+# newlines dropped), with the shell's read: no process. Fails, file_text
+# empty, when PATH cannot be read. For small files: the shell reads a byte
+# at a time.
+file_read() {
+  file_text='' _fin=''
+  [ -r "$1" ] || return 1
+  while IFS= read -r _fil || [ -n "$_fil" ]; do
+    file_text=$file_text$_fin$_fil _fin='
+'
+  done <"$1" || { file_text=''; return 1; }
+  while :; do
+    case "$file_text" in *'
+') file_text=${file_text%?} ;; *) break ;; esac
+  done
 }
 
 # Writes (docs/playbooks.md#writes). Every file gpuctl writes on a node goes
@@ -256,20 +476,48 @@ toml_get() {
 # defaults); the CRI plugin's path is version 2's (containerd 1.x) or
 # version 3's (2.x). Fails when containerd cannot load its configuration.
 containerd_get() {
-  _dump=$(containerd config dump 2>&1) || { echo "$_dump" | tail -n 1 >&2; return 1; }
-  case "$(printf '%s\n' "$_dump" | toml_get '' version)" in
+  containerd_dump || return 1
+  case "$(containerd_toml '' version)" in
     3) _cri=plugins.io.containerd.cri.v1.runtime ;;
     *) _cri=plugins.io.containerd.grpc.v1.cri ;;
   esac
-  printf '%s\n' "$_dump" | toml_get "$_cri.$1" "$2"
+  containerd_toml "$_cri.$1" "$2"
+}
+
+# containerd_dump: reads `containerd config dump` (in a batch, what
+# gpuctl_gather_facts read) for containerd_toml; fails as it fails, its last
+# line on stderr.
+containerd_dump() {
+  case "${_gf_ctrd:-}" in
+    ok) return 0 ;;
+    failed) tail -n 1 "$_gf_tmp/containerd" >&2; return 1 ;;
+  esac
+  _dump=$(containerd config dump 2>&1) || { echo "$_dump" | tail -n 1 >&2; return 1; }
+}
+
+# containerd_toml TABLE KEY: toml_get on what containerd_dump read.
+containerd_toml() {
+  if [ "${_gf_ctrd:-}" = ok ]; then
+    toml_get "$1" "$2" <"$_gf_tmp/containerd"
+  else
+    printf '%s\n' "$_dump" | toml_get "$1" "$2"
+  fi
 }
 
 # containerd_restart_pending: true when /etc/containerd/config.toml changed
 # after the running containerd started (what it runs is not what is written).
 containerd_restart_pending() {
-  _since=$(systemctl show -p ActiveEnterTimestamp --value containerd 2>/dev/null)
-  [ -n "$_since" ] && _since=$(date -d "$_since" +%s 2>/dev/null) || _since=0
-  _mtime=$(stat -c %Y /etc/containerd/config.toml 2>/dev/null) || _mtime=0
+  if _gpuctl_svc containerd; then
+    _since=${_gst:-0}
+  else
+    _since=$(systemctl show -p ActiveEnterTimestamp --value containerd 2>/dev/null)
+    [ -n "$_since" ] && _since=$(date -d "$_since" +%s 2>/dev/null) || _since=0
+  fi
+  if [ -n "${_gf_ctrd:-}" ]; then
+    _mtime=$_gf_ctrd_mtime
+  else
+    _mtime=$(stat -c %Y /etc/containerd/config.toml 2>/dev/null) || _mtime=0
+  fi
   [ "$_mtime" -gt "$_since" ]
 }
 
@@ -279,10 +527,22 @@ containerd_restart_pending() {
 unit_started_after() {
   _u=$1
   shift
-  systemctl is-active --quiet "$_u" || return 1
-  _since=$(date -d "$(systemctl show -p ActiveEnterTimestamp --value "$_u")" +%s 2>/dev/null) || return 1
+  if _gpuctl_svc "$_u"; then
+    svc_active "$_u" && [ -n "$_gst" ] || return 1
+    _since=$_gst
+  else
+    systemctl is-active --quiet "$_u" || return 1
+    _since=$(date -d "$(systemctl show -p ActiveEnterTimestamp --value "$_u")" +%s 2>/dev/null) || return 1
+  fi
+  # One stat for the FILEs that exist (a missing one counts as never written).
+  _fs=$#
   for _f in "$@"; do
-    [ "$(stat -c %Y "$_f" 2>/dev/null || echo 0)" -le "$_since" ] || return 1
+    [ ! -e "$_f" ] || set -- "$@" "$_f"
+  done
+  shift "$_fs"
+  [ $# -gt 0 ] || return 0
+  for _f in $(stat -c %Y -- "$@" 2>/dev/null); do
+    [ "$_f" -le "$_since" ] || return 1
   done
 }
 
@@ -290,9 +550,21 @@ unit_started_after() {
 # gpuctl" and "# END gpuctl" (markers excluded); empty without one. Fails
 # (status 2) when the markers do not pair up.
 gpuctl_block() {
-  [ "$(grep -c '^# BEGIN gpuctl$' "$1" 2>/dev/null)" = "$(grep -c '^# END gpuctl$' "$1" 2>/dev/null)" ] ||
-    return 2
-  sed -n '/^# BEGIN gpuctl$/,/^# END gpuctl$/{/^# BEGIN gpuctl$/d;/^# END gpuctl$/d;p;}' "$1" 2>/dev/null || true
+  # One pass of the shell's read (no process): sed's range
+  # /^# BEGIN gpuctl$/,/^# END gpuctl$/ without its markers, and the counts.
+  _gbb=0 _gbe=0 _gbin='' _gbo=''
+  if [ -r "$1" ]; then
+    while IFS= read -r _gbl || [ -n "$_gbl" ]; do
+      case "$_gbl" in
+        "# BEGIN gpuctl") _gbb=$((_gbb + 1)) _gbin=1 ;;
+        "# END gpuctl") _gbe=$((_gbe + 1)) _gbin= ;;
+        *) [ -z "$_gbin" ] || _gbo="$_gbo$_gbl
+" ;;
+      esac
+    done <"$1"
+  fi
+  [ "$_gbb" = "$_gbe" ] || return 2
+  printf '%s' "$_gbo"
 }
 
 # set_gpuctl_block FILE CONTENT: replaces gpuctl's block in FILE (the first
@@ -494,12 +766,12 @@ registry_hosts_toml() {
 # containerd's effective configuration: the registry table of
 # io.containerd.grpc.v1.cri (1.x) or io.containerd.cri.v1.images (2.x).
 containerd_registry_config_path() {
-  _dump=$(containerd config dump 2>&1) || { echo "$_dump" | tail -n 1 >&2; return 1; }
-  case "$(printf '%s\n' "$_dump" | toml_get '' version)" in
+  containerd_dump || return 1
+  case "$(containerd_toml '' version)" in
     3) _t=plugins.io.containerd.cri.v1.images.registry ;;
     *) _t=plugins.io.containerd.grpc.v1.cri.registry ;;
   esac
-  printf '%s\n' "$_dump" | toml_get "$_t" config_path
+  containerd_toml "$_t" config_path
 }
 
 # Package repositories (steps repos.*, docs/repositories.md). A repository is
@@ -510,14 +782,40 @@ containerd_registry_config_path() {
 # repo_get DESC KEY: KEY's value in the description DESC; @VERSION_ID@ stands
 # for this node's /etc/os-release VERSION_ID (Mellanox's rhel9.4 directories).
 repo_get() {
-  _rv=$(printf '%s\n' "$1" | sed -n "s/^$2=//p" | head -n 1)
+  repo_val "$1" "$2"
+  printf '%s\n' "$_rv"
+}
+
+# repo_val DESC KEY: sets _rv to what repo_get prints, with shell builtins
+# only (no subshell: the repos.* probes call it a dozen times).
+repo_val() {
+  _rv=
+  case "
+$1" in
+    *"
+$2="*)
+      _rv=${1#"$2="}
+      [ "$_rv" != "$1" ] || { _rv="
+$1" && _rv=${_rv#*"
+$2="}; }
+      _rv=${_rv%%"
+"*} ;;
+  esac
   case "$_rv" in
     *@VERSION_ID@*)
-      # shellcheck disable=SC1091 # the node's file, not ours
-      _rvid=$(. /etc/os-release && echo "$VERSION_ID")
-      _rv=$(printf '%s\n' "$_rv" | sed "s/@VERSION_ID@/$_rvid/g") ;;
+      if [ -n "${GPUCTL_FACT_OS_VERSION_ID+set}" ]; then
+        _rvid=$GPUCTL_FACT_OS_VERSION_ID
+      else
+        # shellcheck disable=SC1091 # the node's file, not ours
+        _rvid=$(. /etc/os-release && echo "$VERSION_ID")
+      fi
+      while :; do
+        case "$_rv" in
+          *@VERSION_ID@*) _rv=${_rv%%@VERSION_ID@*}$_rvid${_rv#*@VERSION_ID@} ;;
+          *) break ;;
+        esac
+      done ;;
   esac
-  printf '%s\n' "$_rv"
 }
 
 # repo_paths NAME: sets _keyring and _source, the key and source files
@@ -533,19 +831,25 @@ repo_paths() {
 # repository's own keyring (apt), or a .repo checking every package's
 # signature, and the metadata's where the vendor signs it (dnf).
 repo_source_text() {
-  _rn=$(repo_get "$1" name)
+  repo_val "$1" name
+  _rn=$_rv
   repo_paths "$_rn"
   echo "# Written by gpuctl (step repos.$_rn) from the inventory; edits are replaced."
   case "$GPUCTL_OS_FAMILY" in
     debian)
-      printf 'Types: deb\nURIs: %s\nSuites: %s\n' "$(repo_get "$1" uri)" "$(repo_get "$1" suites)"
-      _rc=$(repo_get "$1" components)
-      [ -z "$_rc" ] || printf 'Components: %s\n' "$_rc"
+      repo_val "$1" uri
+      printf 'Types: deb\nURIs: %s\n' "$_rv"
+      repo_val "$1" suites
+      printf 'Suites: %s\n' "$_rv"
+      repo_val "$1" components
+      [ -z "$_rv" ] || printf 'Components: %s\n' "$_rv"
       printf 'Signed-By: %s\n' "$_keyring" ;;
     rhel)
+      repo_val "$1" baseurl
       printf '[gpuctl-%s]\nname=gpuctl: %s\nbaseurl=%s\nenabled=1\ngpgcheck=1\n' \
-        "$_rn" "$_rn" "$(repo_get "$1" baseurl)"
-      [ "$(repo_get "$1" repo_gpgcheck)" != 1 ] || echo "repo_gpgcheck=1"
+        "$_rn" "$_rn" "$_rv"
+      repo_val "$1" repo_gpgcheck
+      [ "$_rv" != 1 ] || echo "repo_gpgcheck=1"
       printf 'gpgkey=file://%s\n' "$_keyring" ;;
   esac
 }
@@ -554,19 +858,54 @@ repo_source_text() {
 # (armored or not), space-separated. A throwaway GNUPGHOME: nothing is
 # imported anywhere, and no agent or keyboxd is left running.
 repo_key_fprs() {
-  _rg=$(mktemp -d) || return 1
-  : >"$_rg/common.conf"
-  GNUPGHOME=$_rg gpg --batch --with-colons --show-keys "$1" 2>/dev/null |
-    awk -F: '$1 == "pub" { p = 1; next } p && $1 == "fpr" { print $10; p = 0 }' | paste -s -d ' ' -
-  rm -rf "$_rg"
+  repo_fprs "$1" || return 1
+  printf '%s\n' "$_rfp"
+}
+
+# repo_fprs FILE: sets _rfp to what repo_key_fprs prints: one gpg, and in a
+# batch the batch's scratch GNUPGHOME instead of a new one and the answer
+# kept in a file there for the next probe that asks (a step's probe and its
+# verification both check the key).
+repo_fprs() {
+  _rc=''
+  if [ -n "${_gf_tmp:-}" ] && _gpuctl_key "$1"; then
+    _rc=$_gf_tmp/fpr$_gk
+    if [ -f "$_rc" ]; then
+      _rfp=''
+      read -r _rfp <"$_rc" || true
+      return 0
+    fi
+    _rg=$_gf_tmp/gnupg
+    [ -d "$_rg" ] || { mkdir -m 0700 "$_rg" && : >"$_rg/common.conf"; } || return 1
+    _rk=$(GNUPGHOME=$_rg gpg --batch --with-colons --show-keys "$1" 2>/dev/null)
+  else
+    _rg=$(mktemp -d) || return 1
+    : >"$_rg/common.conf"
+    _rk=$(GNUPGHOME=$_rg gpg --batch --with-colons --show-keys "$1" 2>/dev/null)
+    rm -rf "$_rg"
+  fi
+  # The fingerprint (field 10) of each "fpr" line right after a "pub" line.
+  _rfp='' _rp=''
+  while IFS=: read -r _r1 _r2 _r3 _r4 _r5 _r6 _r7 _r8 _r9 _r10 _rrest; do
+    case "$_r1" in
+      pub) _rp=1 ;;
+      fpr) [ -z "$_rp" ] || _rfp=${_rfp:+$_rfp }$_r10 _rp= ;;
+      *) ;;
+    esac
+  done <<EOF
+$_rk
+EOF
+  [ -z "$_rc" ] || printf '%s\n' "$_rfp" >"$_rc"
 }
 
 # repo_check DESC: true when the repository's keyring holds exactly the
 # pinned key and its source file is exactly what gpuctl writes; else prints
 # the first thing that differs, in one line.
 repo_check() {
-  _rn=$(repo_get "$1" name)
-  _rf=$(repo_get "$1" fingerprint)
+  repo_val "$1" name
+  _rn=$_rv
+  repo_val "$1" fingerprint
+  _rf=$_rv
   repo_paths "$_rn"
   if [ -z "$_rf" ]; then
     echo "repository $_rn has no pinned key: set repositories.$_rn.fingerprint in the inventory"
@@ -574,7 +913,8 @@ repo_check() {
   fi
   command -v gpg >/dev/null 2>&1 || { echo "gpg is not installed (it checks $_keyring)"; return 1; }
   [ -f "$_keyring" ] || { echo "$_keyring is missing"; return 1; }
-  _rh=$(repo_key_fprs "$_keyring")
+  repo_fprs "$_keyring" || return 1
+  _rh=$_rfp
   [ "$_rh" = "$_rf" ] || { echo "$_keyring holds key ${_rh:-none} (want $_rf)"; return 1; }
   [ -f "$_source" ] || { echo "$_source is missing"; return 1; }
   _rw=$(repo_source_text "$1")
@@ -655,11 +995,20 @@ repo_refresh() {
 # repo_seen DESC: true when the package manager has read the repository's
 # lists; else says so.
 repo_seen() {
-  _rn=$(repo_get "$1" name)
+  repo_val "$1" name
+  _rn=$_rv
   case "$GPUCTL_OS_FAMILY" in
     debian)
-      _ru=$(repo_get "$1" uri)
-      if ! apt-cache policy 2>/dev/null | grep -qF " ${_ru%/}"; then
+      repo_val "$1" uri
+      _ru=$_rv
+      # In a batch, the policy gpuctl_gather_facts read.
+      if [ -n "${_gf_apt_policy+set}" ]; then
+        case "$_gf_apt_policy" in *" ${_ru%/}"*) _rs=0 ;; *) _rs=1 ;; esac
+      else
+        apt-cache policy 2>/dev/null | grep -qF " ${_ru%/}"
+        _rs=$?
+      fi
+      if [ "$_rs" -ne 0 ]; then
         echo "apt-cache policy does not list ${_ru%/} (apt has not read repository $_rn)"
         return 1
       fi ;;

@@ -65,9 +65,29 @@ std::string MakeNonce() {
   return fmt::format("gpuctl{:08x}{:08x}", device(), device());
 }
 
+std::string GatherFactsCall(const std::vector<BatchEntry>& entries) {
+  // The OS family the entries share (a node's probes all carry the node's);
+  // without one, no facts: the helpers then ask the live system.
+  std::string family;
+  for (const auto& entry : entries) {
+    const auto it = entry.env.find(std::string(kFamilyVariable));
+    if (it == entry.env.end() || it->second.empty() || (!family.empty() && it->second != family)) {
+      return "";
+    }
+    family = it->second;
+  }
+  if (family.empty()) {
+    return "";
+  }
+  return fmt::format("if command -v {0} >/dev/null 2>&1; then {0} {1}; fi\n", kGatherFacts,
+                     ShellQuote(family));
+}
+
 std::string BuildBatchScript(const std::string& prelude, const std::vector<BatchEntry>& entries,
                              const std::string& nonce) {
   std::string script = prelude + "\n";
+  // Once, in the batch's own shell: every entry's subshell sees the facts.
+  script += GatherFactsCall(entries);
   for (const auto& entry : entries) {
     script += fmt::format("printf '\\n@@{0} {1} begin\\n'; printf '\\n@@{0} {1} begin\\n' >&2\n(\n",
                           nonce, entry.id);

@@ -72,6 +72,57 @@ TEST(ProbeBatch, PreludeFunctionsAreVisibleToEveryScript) {
   EXPECT_EQ(results.at(2).out, "helped\n");
 }
 
+TEST(ProbeBatch, FactsAreGatheredOnceForEveryEntry) {
+  // The gatherer runs in the batch's shell, with the entries' OS family, once;
+  // each entry's subshell sees what it set, and what an entry changes stays
+  // in that entry.
+  const std::string prelude =
+      "gpuctl_gather_facts() { gathered=\"$1 $((${gathered_n:-0} + 1))\"; "
+      "gathered_n=$((${gathered_n:-0} + 1)); }";
+  const std::vector<BatchEntry> entries{
+      {1, "echo \"$gathered\"; gathered=changed", {{"GPUCTL_OS_FAMILY", "rhel"}}},
+      {2, "echo \"$gathered\"", {{"GPUCTL_OS_FAMILY", "rhel"}}},
+  };
+  const std::string nonce = MakeNonce();
+  const std::string script = BuildBatchScript(prelude, entries, nonce);
+  EXPECT_NE(script.find("if command -v gpuctl_gather_facts >/dev/null 2>&1; then "
+                        "gpuctl_gather_facts 'rhel'; fi\n"),
+            std::string::npos)
+      << script;
+  const CommandResult run = RunSh(script);
+  const auto results = SplitBatchOutput(run.out, run.err, nonce);
+  ASSERT_EQ(results.size(), 2U) << run.out << run.err;
+  EXPECT_EQ(results.at(1).out, "rhel 1\n");
+  EXPECT_EQ(results.at(2).out, "rhel 1\n");
+  // The fake transport still reads the entries back.
+  std::string parsed_nonce;
+  std::vector<BatchEntry> parsed;
+  ASSERT_TRUE(ParseBatchScript(script, parsed_nonce, parsed));
+  EXPECT_EQ(parsed.size(), 2U);
+}
+
+TEST(ProbeBatch, APreludeWithoutAGathererRunsAsBefore) {
+  const std::string nonce = MakeNonce();
+  const CommandResult run =
+      RunSh(BuildBatchScript("", {{1, "echo ok", {{"GPUCTL_OS_FAMILY", "debian"}}}}, nonce));
+  const auto results = SplitBatchOutput(run.out, run.err, nonce);
+  ASSERT_EQ(results.size(), 1U) << run.out << run.err;
+  EXPECT_EQ(results.at(1).out, "ok\n");
+  EXPECT_EQ(results.at(1).err, "");
+}
+
+TEST(ProbeBatch, NoGatherWithoutOneFamily) {
+  // Entries of two families, or without one: the helpers ask live.
+  EXPECT_EQ(GatherFactsCall({{1, "true", {{"GPUCTL_OS_FAMILY", "debian"}}},
+                             {2, "true", {{"GPUCTL_OS_FAMILY", "rhel"}}}}),
+            "");
+  EXPECT_EQ(GatherFactsCall({{1, "true", {}}}), "");
+  EXPECT_EQ(GatherFactsCall({}), "");
+  EXPECT_EQ(GatherFactsCall({{1, "true", {{"GPUCTL_OS_FAMILY", "it's"}}}}),
+            "if command -v gpuctl_gather_facts >/dev/null 2>&1; then gpuctl_gather_facts "
+            "'it'\\''s'; fi\n");
+}
+
 TEST(ProbeBatch, AnEntryCutOffBeforeItsEndMarkerIsAbsent) {
   const std::string nonce = "n0";
   const std::string out = "\n@@n0 1 begin\nfine\n\n@@n0 1 end 0\n\n@@n0 2 begin\nhalf";

@@ -9,6 +9,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gpuctl/transport/transport.h"
@@ -21,7 +22,21 @@ struct BatchEntry {
   std::map<std::string, std::string> env;
 };
 
-// The one script that runs every entry in order after `prelude`.
+// The prelude function a batch calls once, after the prelude and before the
+// entries, when the prelude defines it: it gathers what the probes would
+// otherwise each ask the node for (packages, service states, ...) into shell
+// variables every entry's subshell inherits (docs/playbooks.md#facts). Its
+// argument is the entries' GPUCTL_OS_FAMILY.
+inline constexpr std::string_view kGatherFacts = "gpuctl_gather_facts";
+inline constexpr std::string_view kFamilyVariable = "GPUCTL_OS_FAMILY";
+
+// The line that calls kGatherFacts with the family every entry's environment
+// gives, guarded by `command -v` (a prelude without it runs as before); empty
+// when the entries do not agree on one family.
+std::string GatherFactsCall(const std::vector<BatchEntry>& entries);
+
+// The one script that runs every entry in order after `prelude` and the
+// gather call (GatherFactsCall).
 std::string BuildBatchScript(const std::string& prelude, const std::vector<BatchEntry>& entries,
                              const std::string& nonce);
 
