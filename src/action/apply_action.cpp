@@ -163,6 +163,7 @@ void ApplyAction::Finish() {
   }
   finished_ = true;
   pipeline_.CleanUp(context_);
+  journal_.Flush();
   std::ofstream out(std::filesystem::path(run_dir_) / "plan.json");
   WritePlanJson(out, plan_, HeaderFor(spec_), context_.NodeErrors());
 }

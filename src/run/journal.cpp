@@ -50,15 +50,23 @@ Journal::Journal(const std::string& run_dir) {
   }
 }
 
-void Journal::Write(const std::string& line) {
+void Journal::Write(const std::string& line, bool flush) {
   std::lock_guard lock(mutex_);
-  out_ << line << '\n' << std::flush;
+  out_ << line << '\n';
+  if (flush) {
+    out_.flush();
+  }
+}
+
+void Journal::Flush() {
+  std::lock_guard lock(mutex_);
+  out_.flush();
 }
 
 void Journal::PhaseStarted(const std::string& title) {
   auto e = Event("phase", "");
   e["phase"] = title;
-  Write(Line(e));
+  Write(Line(e), true);
 }
 
 void Journal::NodeConnected(const std::string& node, std::chrono::milliseconds took) {
@@ -70,7 +78,7 @@ void Journal::NodeConnected(const std::string& node, std::chrono::milliseconds t
 void Journal::NodeFailed(const std::string& node, const std::string& error) {
   auto e = Event("node-failed", node);
   e["error"] = error;
-  Write(Line(e));
+  Write(Line(e), true);
 }
 
 void Journal::CommandStarted(const std::string& node, const std::string& step, Activity activity,
@@ -78,7 +86,10 @@ void Journal::CommandStarted(const std::string& node, const std::string& step, A
   auto e = Event("start", node);
   e["step"] = step;
   e["activity"] = ToString(activity);
-  Write(Line(e));
+  // On disk before the change runs: a run killed mid-change leaves this
+  // line for the next one to name. Other lines may wait in the buffer (a
+  // write a line costs a system call for each of a large apply's events).
+  Write(Line(e), activity == Activity::kChange);
 }
 
 void Journal::CommandFinished(const std::string& node, const std::string& step, Activity activity,
@@ -105,7 +116,7 @@ void Journal::ItemUpdated(const PlanItem& item) {
 void Journal::Note(const std::string& node, const std::string& message) {
   auto e = Event("note", node);
   e["message"] = message;
-  Write(Line(e));
+  Write(Line(e), true);
 }
 
 std::vector<std::pair<std::string, std::string>> UnfinishedSteps(const std::string& journal_path) {

@@ -2,55 +2,136 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <utility>
 
 namespace gpuctl {
+
+struct Scheduler::Waiter {
+  std::condition_variable woken;
+  // What it waits for now, as the predicate last said (at most one).
+  std::optional<std::size_t> item;
+  std::string node;
+  bool slot = false;
+  bool batch = false;
+  void Clear() {
+    item.reset();
+    node.clear();
+    slot = batch = false;
+  }
+};
 
 Scheduler::Scheduler(SchedulerLimits limits, std::vector<ScheduledItem> items,
                      std::set<std::string> failed_nodes)
     : limits_(limits),
       items_(std::move(items)),
       failed_nodes_(std::move(failed_nodes)),
-      slots_free_(limits.concurrency) {}
-
-namespace {
-
-// Counts a call as waiting while it is held, and says so to AwaitWaiting.
-class HeldWaiting {
- public:
-  HeldWaiting(std::size_t& waiting, std::condition_variable& changed) : waiting_(waiting) {
-    ++waiting_;
-    changed.notify_all();
+      slots_free_(limits.concurrency) {
+  if (limits_.interrupted != nullptr) {
+    watch_ = std::thread([this] {
+      std::unique_lock lock(mutex_);
+      // Polling a flag is the only way to hear a signal handler; the pause
+      // is that poll's period, not synchronisation.
+      while (!watch_done_) {
+        if (limits_.interrupted->load()) {
+          WakeAll();
+        }
+        watch_changed_.wait_for(lock, std::chrono::milliseconds(200));
+      }
+    });
   }
-  ~HeldWaiting() { --waiting_; }
-  HeldWaiting(const HeldWaiting&) = delete;
-  HeldWaiting& operator=(const HeldWaiting&) = delete;
+}
 
- private:
-  std::size_t& waiting_;
-};
+Scheduler::~Scheduler() {
+  {
+    std::lock_guard lock(mutex_);
+    watch_done_ = true;
+  }
+  watch_changed_.notify_all();
+  if (watch_.joinable()) {
+    watch_.join();
+  }
+}
 
-}  // namespace
+void Scheduler::Register(Waiter& w) {
+  if (w.item) {
+    on_item_.emplace(*w.item, &w);
+  } else if (!w.node.empty()) {
+    on_node_.emplace(w.node, &w);
+  } else if (w.slot) {
+    on_slot_.push_back(&w);
+  } else if (w.batch) {
+    on_batch_.push_back(&w);
+  }
+}
+
+void Scheduler::Unregister(Waiter& w) {
+  auto drop = [&](auto& multimap, const auto& key) {
+    auto [first, last] = multimap.equal_range(key);
+    for (auto it = first; it != last; ++it) {
+      if (it->second == &w) {
+        multimap.erase(it);
+        return;
+      }
+    }
+  };
+  if (w.item) {
+    drop(on_item_, *w.item);
+  } else if (!w.node.empty()) {
+    drop(on_node_, w.node);
+  }
+  std::erase(on_slot_, &w);
+  std::erase(on_batch_, &w);
+  w.Clear();
+}
+
+void Scheduler::WakeItem(std::size_t item) {
+  auto [first, last] = on_item_.equal_range(item);
+  for (auto it = first; it != last; ++it) {
+    it->second->woken.notify_one();
+  }
+}
+
+void Scheduler::WakeNode(const std::string& node) {
+  auto [first, last] = on_node_.equal_range(node);
+  for (auto it = first; it != last; ++it) {
+    it->second->woken.notify_one();
+  }
+}
+
+void Scheduler::WakeAll() {
+  for (Waiter* w : held_) {
+    w->woken.notify_one();
+  }
+}
 
 template <typename Predicate>
-void Scheduler::WaitUntil(std::unique_lock<std::mutex>& lock, Predicate ready) {
+void Scheduler::WaitUntil(std::unique_lock<std::mutex>& lock, Waiter& waiter, Predicate ready) {
   if (ready()) {
     return;
   }
-  const HeldWaiting held(waiting_, changed_);
-  // Woken by every state change; the timeout is only for the interrupt flag,
-  // which a signal handler sets without being able to notify.
-  while (!changed_.wait_for(lock, std::chrono::milliseconds(200), ready)) {
+  held_.push_back(&waiter);
+  ++waiting_;
+  waiting_changed_.notify_all();
+  for (;;) {
+    Register(waiter);
+    waiter.woken.wait(lock);
+    Unregister(waiter);
+    if (ready()) {
+      break;
+    }
     if (Stopping()) {
       ready();  // let the predicate record why, as it does when woken
-      return;
+      break;
     }
   }
+  --waiting_;
+  std::erase(held_, &waiter);
 }
 
 bool Scheduler::AwaitWaiting(std::size_t count, std::chrono::seconds limit) {
   std::unique_lock lock(mutex_);
-  return changed_.wait_for(lock, limit, [&] { return waiting_ >= count; });
+  return waiting_changed_.wait_for(lock, limit, [&] { return waiting_ >= count; });
 }
 
 bool Scheduler::Stopping() const {
@@ -58,13 +139,13 @@ bool Scheduler::Stopping() const {
 }
 
 bool Scheduler::Decided(std::size_t item, const std::vector<std::string>& reached,
-                        Admission& admission) const {
+                        Admission& admission, Waiter& waiter) const {
   if (Stopping()) {
     admission.verdict = Admission::Verdict::kStopped;
     return true;
   }
-  const ScheduledItem& waiter = items_[item];
-  for (const std::size_t dep : waiter.after) {
+  const ScheduledItem& waiter_item = items_[item];
+  for (const std::size_t dep : waiter_item.after) {
     const ScheduledItem& needed = items_[dep];
     if (needed.progress == Progress::kDead) {
       admission = {Admission::Verdict::kDeadItem, dep};
@@ -80,14 +161,17 @@ bool Scheduler::Decided(std::size_t item, const std::vector<std::string>& reache
     // ordering goes, so the next reboot-needing step can join that reboot.
     // Other nodes wait until the reboot has proven it.
     const bool changed_here =
-        needed.progress == Progress::kChangedUnproven && needed.node == waiter.node;
+        needed.progress == Progress::kChangedUnproven && needed.node == waiter_item.node;
     if (needed.progress != Progress::kDone && !changed_here) {
+      waiter.item = dep;
       return false;
     }
   }
-  if (std::any_of(reached.begin(), reached.end(),
-                  [&](const std::string& node) { return down_.count(node) != 0; })) {
-    return false;
+  for (const std::string& node : reached) {
+    if (down_.count(node) != 0) {
+      waiter.node = node;
+      return false;
+    }
   }
   admission.verdict = Admission::Verdict::kGo;
   return true;
@@ -96,7 +180,8 @@ bool Scheduler::Decided(std::size_t item, const std::vector<std::string>& reache
 Admission Scheduler::WaitToStart(std::size_t item, const std::vector<std::string>& reached) {
   std::unique_lock lock(mutex_);
   Admission admission;
-  WaitUntil(lock, [&] { return Decided(item, reached, admission); });
+  Waiter waiter;
+  WaitUntil(lock, waiter, [&] { return Decided(item, reached, admission, waiter); });
   // An interrupt may land after the decision; a blocker found still wins.
   if (admission.verdict == Admission::Verdict::kGo && Stopping()) {
     admission.verdict = Admission::Verdict::kStopped;
@@ -111,23 +196,26 @@ Admission Scheduler::WaitToStart(std::size_t item, const std::vector<std::string
 }
 
 void Scheduler::ReleaseReach(std::size_t item) {
-  {
-    std::lock_guard lock(mutex_);
-    const auto held = reaching_.find(item);
-    if (held == reaching_.end()) {
-      return;
-    }
-    for (const std::string& node : held->second) {
-      --reached_by_[node];
-    }
-    reaching_.erase(held);
+  std::lock_guard lock(mutex_);
+  const auto held = reaching_.find(item);
+  if (held == reaching_.end()) {
+    return;
   }
-  changed_.notify_all();
+  for (const std::string& node : held->second) {
+    if (--reached_by_[node] == 0) {
+      WakeNode(node);  // a reboot may wait for no step to reach it
+    }
+  }
+  reaching_.erase(held);
 }
 
 bool Scheduler::TakeSlot() {
   std::unique_lock lock(mutex_);
-  WaitUntil(lock, [&] { return slots_free_ > 0 || Stopping(); });
+  Waiter waiter;
+  WaitUntil(lock, waiter, [&] {
+    waiter.slot = true;
+    return slots_free_ > 0 || Stopping();
+  });
   if (Stopping()) {
     return false;
   }
@@ -136,11 +224,15 @@ bool Scheduler::TakeSlot() {
 }
 
 void Scheduler::ReturnSlot() {
-  {
-    std::lock_guard lock(mutex_);
-    ++slots_free_;
+  std::lock_guard lock(mutex_);
+  ++slots_free_;
+  if (!on_slot_.empty()) {
+    // The oldest, taken off the queue so the next slot wakes the next one;
+    // it queues again if another call took the slot first.
+    Waiter* oldest = on_slot_.front();
+    on_slot_.erase(on_slot_.begin());
+    oldest->woken.notify_one();
   }
-  changed_.notify_all();
 }
 
 void Scheduler::Settle(std::size_t item, Progress progress) {
@@ -148,20 +240,29 @@ void Scheduler::Settle(std::size_t item, Progress progress) {
 }
 
 void Scheduler::Settle(const std::vector<std::size_t>& items, Progress progress) {
-  {
-    std::lock_guard lock(mutex_);
-    for (const std::size_t item : items) {
-      items_[item].progress = progress;
-    }
+  std::lock_guard lock(mutex_);
+  for (const std::size_t item : items) {
+    items_[item].progress = progress;
+    WakeItem(item);
   }
-  changed_.notify_all();
 }
 
 bool Scheduler::EnterRebootBatch(const std::string& node) {
   std::unique_lock lock(mutex_);
   const auto unreached = [&] { return reached_by_[node] == 0; };
+  Waiter waiter;
   if (limits_.batch != 0) {
-    WaitUntil(lock, [&] { return batch_open_ && batch_members_ < limits_.batch && unreached(); });
+    WaitUntil(lock, waiter, [&] {
+      if (!batch_open_ || batch_members_ >= limits_.batch) {
+        waiter.batch = true;
+        return false;
+      }
+      if (!unreached()) {
+        waiter.node = node;
+        return false;
+      }
+      return true;
+    });
     // Woken by a stop (not by room in the batch): this reboot has not
     // started, so it never does; --batch holds under Ctrl-C.
     if (Stopping()) {
@@ -174,9 +275,16 @@ bool Scheduler::EnterRebootBatch(const std::string& node) {
   }
   // Even when the run is stopping: a step reaching this node is in flight,
   // and the reboot must not cut it off. Such steps end on their own.
-  if (!unreached()) {
-    const HeldWaiting held(waiting_, changed_);
-    changed_.wait(lock, unreached);
+  while (!unreached()) {
+    held_.push_back(&waiter);
+    ++waiting_;
+    waiting_changed_.notify_all();
+    waiter.node = node;
+    Register(waiter);
+    waiter.woken.wait(lock);
+    Unregister(waiter);
+    --waiting_;
+    std::erase(held_, &waiter);
   }
   if (Stopping()) {
     return false;
@@ -188,16 +296,17 @@ bool Scheduler::EnterRebootBatch(const std::string& node) {
 }
 
 void Scheduler::LeaveRebootBatch(const std::string& node) {
-  {
-    std::lock_guard lock(mutex_);
-    down_.erase(node);
-    --rebooting_;
-    if (limits_.batch != 0 && rebooting_ == 0) {
-      batch_members_ = 0;
-      batch_open_ = true;
+  std::lock_guard lock(mutex_);
+  down_.erase(node);
+  --rebooting_;
+  WakeNode(node);  // items that reach it
+  if (limits_.batch != 0 && rebooting_ == 0) {
+    batch_members_ = 0;
+    batch_open_ = true;
+    for (Waiter* w : on_batch_) {
+      w->woken.notify_one();
     }
   }
-  changed_.notify_all();
 }
 
 std::size_t Scheduler::MaxConcurrentReboots() const {
@@ -206,25 +315,29 @@ std::size_t Scheduler::MaxConcurrentReboots() const {
 }
 
 void Scheduler::NodeFailed(const std::string& node) {
-  {
-    std::lock_guard lock(mutex_);
-    failed_nodes_.insert(node);
-    ++nodes_failed_in_run_;
-    if (limits_.fail_fast ||
-        nodes_failed_in_run_ * 100 >
-            static_cast<std::size_t>(limits_.max_fail_percent) * limits_.total_nodes) {
-      stop_all_ = true;
+  std::lock_guard lock(mutex_);
+  failed_nodes_.insert(node);
+  ++nodes_failed_in_run_;
+  if (limits_.fail_fast ||
+      nodes_failed_in_run_ * 100 >
+          static_cast<std::size_t>(limits_.max_fail_percent) * limits_.total_nodes) {
+    stop_all_ = true;
+    WakeAll();
+    return;
+  }
+  // Waiters on that node's items now learn it never runs them. Rare: a
+  // scan of the waiters is fine.
+  for (const auto& [item, w] : on_item_) {
+    if (items_[item].node == node) {
+      w->woken.notify_one();
     }
   }
-  changed_.notify_all();
 }
 
 void Scheduler::StopAll() {
-  {
-    std::lock_guard lock(mutex_);
-    stop_all_ = true;
-  }
-  changed_.notify_all();
+  std::lock_guard lock(mutex_);
+  stop_all_ = true;
+  WakeAll();
 }
 
 }  // namespace gpuctl

@@ -27,9 +27,12 @@ class Journal : public Reporter {
                        const CommandResult& result) override;
   void ItemUpdated(const PlanItem& item) override;
   void Note(const std::string& node, const std::string& message) override;
+  // Writes what is buffered (the run's end calls it).
+  void Flush();
 
  private:
-  void Write(const std::string& line);
+  // `flush`: the line must be on disk before the run goes on.
+  void Write(const std::string& line, bool flush = false);
   std::mutex mutex_;
   std::ofstream out_;
 };

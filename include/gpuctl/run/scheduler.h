@@ -19,6 +19,8 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
+#include <unordered_map>
 #include <vector>
 
 namespace gpuctl {
@@ -65,6 +67,9 @@ class Scheduler {
   // `failed_nodes`: nodes already out of the run (no walker will run their items).
   Scheduler(SchedulerLimits limits, std::vector<ScheduledItem> items,
             std::set<std::string> failed_nodes);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
 
   // Waits until every dependency of `item` is done and none of the nodes in
   // `reached` (other nodes the item works on) is down. On kGo the item holds
@@ -103,16 +108,29 @@ class Scheduler {
   bool AwaitWaiting(std::size_t count, std::chrono::seconds limit);
 
  private:
+  // A call held waiting. Each has a condition variable of its own and is
+  // woken only by a change to what it waits for (an item's progress, a
+  // node's state, a slot, the batch): with a walker thread per node, one
+  // shared condition variable woke every walker on every change, and apply
+  // grew with the square of the cluster.
+  struct Waiter;
+  // Holds the call in `waiter` until `ready` (run under the lock) is true or
+  // the run stops. `ready` says what it still waits for through the waiter.
   template <typename Predicate>
-  void WaitUntil(std::unique_lock<std::mutex>& lock, Predicate ready);
+  void WaitUntil(std::unique_lock<std::mutex>& lock, Waiter& waiter, Predicate ready);
+  void Register(Waiter& waiter);
+  void Unregister(Waiter& waiter);
+  void WakeItem(std::size_t item);
+  void WakeNode(const std::string& node);
+  void WakeAll();
   // Under the lock: true once waiting for `item` is over, with `admission`
-  // saying how it ended; false while it must go on waiting.
-  bool Decided(std::size_t item, const std::vector<std::string>& reached,
-               Admission& admission) const;
+  // saying how it ended; false while it must go on waiting, with `waiter`
+  // naming the item or node it waits for.
+  bool Decided(std::size_t item, const std::vector<std::string>& reached, Admission& admission,
+               Waiter& waiter) const;
 
   const SchedulerLimits limits_;
   mutable std::mutex mutex_;
-  std::condition_variable changed_;
   std::vector<ScheduledItem> items_;
   std::set<std::string> failed_nodes_;
   std::size_t nodes_failed_in_run_ = 0;  // what --max-fail counts: not those failed before
@@ -125,7 +143,19 @@ class Scheduler {
   bool batch_open_ = true;
   std::size_t rebooting_ = 0;  // still down or not yet verified
   std::size_t max_rebooting_ = 0;
-  std::size_t waiting_ = 0;  // calls held in a wait now
+  std::size_t waiting_ = 0;                  // calls held in a wait now
+  std::condition_variable waiting_changed_;  // for AwaitWaiting
+  // Who waits for what; each waiter is in at most one of the first four.
+  std::unordered_multimap<std::size_t, Waiter*> on_item_;
+  std::unordered_multimap<std::string, Waiter*> on_node_;
+  std::vector<Waiter*> on_slot_;   // woken one at a time, oldest first
+  std::vector<Waiter*> on_batch_;  // woken together when a batch opens
+  std::vector<Waiter*> held_;      // every held waiter, for a stop
+  // A signal handler sets limits_.interrupted and cannot notify: this
+  // thread looks at the flag a few times a second and wakes every waiter.
+  std::condition_variable watch_changed_;
+  bool watch_done_ = false;
+  std::thread watch_;
 };
 
 }  // namespace gpuctl
