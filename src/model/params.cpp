@@ -454,6 +454,9 @@ ParameterTable::ParameterTable(const Inventory& inventory) : inventory_(inventor
     }
     cluster_.emplace(name, SharedText(std::move(value)));
   }
+  for (const std::string& name : KnownParameters()) {
+    export_names_.emplace(name, ExportName(name));
+  }
 }
 
 NodeParameters ParameterTable::For(const Node& node) const {
@@ -468,15 +471,28 @@ NodeParameters ParameterTable::For(const Node& node) const {
       {"gpu_count", std::to_string(node.GpuCount())},
       {"ib_ports", IbPorts(node)},
   };
-  AddRepositories(inventory_, node, own);
   std::map<std::string, SharedText> shared;
+  {
+    // The same for every node of one OS (repositories.h): built once per OS.
+    std::lock_guard lock(repositories_mutex_);
+    const std::string os = node.os.Name() + "/" + ToString(node.os.family);
+    auto [held, fresh] = repositories_by_os_.try_emplace(os);
+    if (fresh) {
+      std::map<std::string, std::string> repos;
+      AddRepositories(inventory_, node, repos);
+      for (auto& [name, value] : repos) {
+        held->second.emplace(name, SharedText(std::move(value)));
+      }
+    }
+    shared.insert(held->second.begin(), held->second.end());
+  }
   for (auto& [name, value] : own) {
     if (!IsMultiLine(name)) {
       CheckSingleLine(name, value);
     }
     shared.emplace(name, SharedText(std::move(value)));
   }
-  return {cluster_, std::move(shared)};
+  return {cluster_, export_names_, std::move(shared)};
 }
 
 StepEnv NodeParameters::Environment(const std::vector<std::string>& names) const {
@@ -490,7 +506,7 @@ StepEnv NodeParameters::Environment(const std::vector<std::string>& names) const
         throw std::invalid_argument(fmt::format("unknown step parameter '{}'", name));
       }
     }
-    env.emplace(ExportName(name), it->second);
+    env.emplace(export_names_->at(name), it->second);
   }
   return env;
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <map>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -55,6 +56,10 @@ class ParameterTable {
  private:
   const Inventory& inventory_;
   std::map<std::string, SharedText> cluster_;
+  std::map<std::string, std::string> export_names_;  // name -> GPUCTL_NAME
+  // repo_* values per OS ("ubuntu-22.04/debian"), filled as nodes ask.
+  mutable std::mutex repositories_mutex_;
+  mutable std::map<std::string, std::map<std::string, SharedText>> repositories_by_os_;
 };
 
 // One node's parameters: its own values, and the table's shared ones.
@@ -70,9 +75,11 @@ class NodeParameters {
  private:
   friend class ParameterTable;
   NodeParameters(const std::map<std::string, SharedText>& cluster,
+                 const std::map<std::string, std::string>& export_names,
                  std::map<std::string, SharedText> own)
-      : cluster_(&cluster), own_(std::move(own)) {}
+      : cluster_(&cluster), export_names_(&export_names), own_(std::move(own)) {}
   const std::map<std::string, SharedText>* cluster_;
+  const std::map<std::string, std::string>* export_names_;
   std::map<std::string, SharedText> own_;
 };
 

@@ -77,7 +77,8 @@ struct ResolvedRepository {
 
 // The repository `name` as `node` gets it (the inventory's overrides applied);
 // nullopt when it has none for the node's OS (EPEL on apt, Helm's on dnf) or
-// the node's OS is not resolved yet.
+// the node's OS is not resolved yet. It depends on the inventory and the
+// node's OS only (ParameterTable keeps one answer per OS).
 std::optional<ResolvedRepository> ResolveRepository(const std::string& name,
                                                     const Inventory& inventory, const Node& node);
 
