@@ -9,7 +9,7 @@ what=${1:-all}
 # --no-install-recommends leaves out) build the fuzz targets (scripts/fuzz.sh).
 build_pkgs=(
   build-essential cmake ninja-build pkg-config git
-  libcli11-dev libyaml-cpp-dev libssh-dev libfmt-dev libspdlog-dev
+  libcli11-dev libyaml-cpp-dev libssh-dev libssl-dev libfmt-dev libspdlog-dev
   nlohmann-json3-dev libgtest-dev libgmock-dev
   clang-format clang-tidy clang libclang-rt-14-dev
   openssh-server openssh-client
