@@ -43,9 +43,9 @@ bool NamesVariable(const std::string& script, const std::string& variable) {
   for (std::size_t at = script.find(variable); at != std::string::npos;
        at = script.find(variable, at + 1)) {
     const std::size_t end = at + variable.size();
-    const bool word_ends = end == script.size() ||
-                           (std::isalnum(static_cast<unsigned char>(script[end])) == 0 &&
-                            script[end] != '_');
+    const bool word_ends =
+        end == script.size() ||
+        (std::isalnum(static_cast<unsigned char>(script[end])) == 0 && script[end] != '_');
     if (word_ends) {
       return true;
     }

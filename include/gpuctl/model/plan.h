@@ -6,8 +6,8 @@
 
 #include <cstddef>
 #include <map>
-#include <unordered_map>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
