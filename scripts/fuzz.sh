@@ -3,7 +3,9 @@
 # builds build/fuzz with clang (-DGPUCTL_FUZZ=ON: libFuzzer, ASan, UBSan),
 # then runs each target for a fixed time on a copy of its seed corpus, so a
 # run never changes the repository. Fails on any crash, leak, timeout or
-# broken promise, naming the input that reproduces it.
+# broken promise, naming the input that reproduces it. A libFuzzer process
+# uses one core: the targets run side by side, one per core ($FUZZ_JOBS,
+# default nproc), each still for its full time.
 #
 # Usage: scripts/fuzz.sh [--seconds N] [--merge] [TARGET...]
 #   --seconds N  fuzzing time per target (default 12, or $FUZZ_SECONDS)
@@ -22,7 +24,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) seconds=$2; shift 2 ;;
     --merge) merge=1; shift ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     -*) echo "fuzz.sh: unknown option $1" >&2; exit 2 ;;
     *) targets+=("$1"); shift ;;
   esac
@@ -51,48 +53,80 @@ build=build/fuzz
 echo "== fuzz: build ($build, clang)"
 # Warnings are the default (GCC) build's job; clang warns about other things,
 # and one of those should not fail the fuzzing.
+# -g1 (line tables only) keeps file:line in every crash report and builds
+# faster than full debug information.
 cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug \
-  -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" -DGPUCTL_FUZZ=ON -DBUILD_TESTING=OFF \
+  -DCMAKE_CXX_FLAGS_DEBUG="-g1 -O1" -DGPUCTL_FUZZ=ON -DBUILD_TESTING=OFF \
   -DGPUCTL_WERROR=OFF >/dev/null
 cmake --build "$build" -j "$(nproc)" --target gpuctl_fuzzers
 
 run=$build/run
 rm -rf "$run"
-failed=()
 for target in "${targets[@]}"; do
-  binary=$build/tests/fuzz/fuzz_$target
-  seeds=tests/fuzz/corpus/$target
-  if [ ! -x "$binary" ] || [ ! -d "$seeds" ]; then
+  if [ ! -x "$build/tests/fuzz/fuzz_$target" ] || [ ! -d "tests/fuzz/corpus/$target" ]; then
     echo "fuzz.sh: no target '$target' (known: ${all[*]})" >&2
     exit 2
   fi
-  corpus=$run/$target/corpus
-  artifacts=$run/$target/artifacts
+done
+
+# Fuzzes one target; its verdict goes to $run/TARGET/status (ok or failed),
+# its output to $run/TARGET/fuzz.log and $run/TARGET/summary.
+fuzz_one() {
+  local target=$1
+  local binary=$build/tests/fuzz/fuzz_$target
+  local seeds=tests/fuzz/corpus/$target
+  local corpus=$run/$target/corpus
+  local artifacts=$run/$target/artifacts
+  local log=$run/$target/fuzz.log
+  local summary=$run/$target/summary
   mkdir -p "$corpus" "$artifacts"
   cp -R "$seeds/." "$corpus/"
-  args=(-max_total_time="$seconds" -max_len="$(max_len "$target")" -timeout=10
+  local args=(-max_total_time="$seconds" -max_len="$(max_len "$target")" -timeout=10
     -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts/")
   if [ -f "tests/fuzz/$target.dict" ]; then
     args+=(-dict="tests/fuzz/$target.dict")
   fi
-  log=$run/$target/fuzz.log
   # libFuzzer's own exit status is non-zero on a crash, leak, timeout or
   # out-of-memory; it writes the input to the artifact prefix first.
   if "$binary" "${args[@]}" "$corpus" >"$log" 2>&1; then
     echo "== fuzz: $target ok ($(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" |
-      grep -o '[0-9]*$') runs in ${seconds}s)"
+      grep -o '[0-9]*$') runs in ${seconds}s)" >"$summary"
+    echo ok >"$run/$target/status"
   else
-    echo "== fuzz: $target FAILED; the end of $log:"
-    tail -n 40 "$log"
-    for input in "$artifacts"/*; do
-      [ -e "$input" ] || continue
-      echo "fuzz.sh: reproduce with: $binary $input"
-    done
-    failed+=("$target")
+    {
+      echo "== fuzz: $target FAILED; the end of $log:"
+      tail -n 40 "$log"
+      for input in "$artifacts"/*; do
+        [ -e "$input" ] || continue
+        echo "fuzz.sh: reproduce with: $binary $input"
+      done
+    } >"$summary"
+    echo failed >"$run/$target/status"
   fi
   if [ "$merge" -eq 1 ]; then
     "$binary" -merge=1 -max_len="$(max_len "$target")" "$seeds" "$corpus" >>"$log" 2>&1
-    echo "== fuzz: $target merged; new seeds: $(git status --porcelain -- "$seeds" | wc -l)"
+    echo "== fuzz: $target merged; new seeds: $(git status --porcelain -- "$seeds" | wc -l)" \
+      >>"$summary"
+  fi
+}
+
+jobs=${FUZZ_JOBS:-$(nproc)}
+running=0
+for target in "${targets[@]}"; do
+  fuzz_one "$target" &
+  running=$((running + 1))
+  if [ "$running" -ge "$jobs" ]; then
+    wait -n || true
+    running=$((running - 1))
+  fi
+done
+wait
+
+failed=()
+for target in "${targets[@]}"; do
+  cat "$run/$target/summary" 2>/dev/null || echo "== fuzz: $target FAILED before it ran"
+  if [ "$(cat "$run/$target/status" 2>/dev/null)" != ok ]; then
+    failed+=("$target")
   fi
 done
 
