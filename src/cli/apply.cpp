@@ -80,7 +80,7 @@ int RunApply(const ApplyCliOptions& options, const GlobalOptions& global) {
     std::cerr << SavedPlanMovedMessage(prepared.drift);
     refused = true;
   } else {
-    std::cout << RenderPlanText(action.plan(), spec->inventory, action.NodeErrors(), text);
+    WritePlanText(std::cout, action.plan(), spec->inventory, action.NodeErrors(), text);
     if (!prepared.has_changes) {
       std::cout << NothingToApplyMessage(action.NodeErrors().size());
     } else {
@@ -98,7 +98,8 @@ int RunApply(const ApplyCliOptions& options, const GlobalOptions& global) {
 
   const auto errors = action.NodeErrors();
   if (action.applied()) {
-    std::cout << "\n" << RenderPlanText(action.plan(), spec->inventory, errors, text);
+    std::cout << "\n";
+    WritePlanText(std::cout, action.plan(), spec->inventory, errors, text);
   }
   if (interrupted.load()) {
     std::cout << InterruptedMessage();

@@ -44,7 +44,7 @@ int RunPlan(const PlanOptions& options, const GlobalOptions& global) {
     TextOptions text;
     text.color = !global.no_color && isatty(STDOUT_FILENO) != 0;
     text.show_ok = !options.hide_ok;
-    std::cout << RenderPlanText(plan, spec->inventory, errors, text);
+    WritePlanText(std::cout, plan, spec->inventory, errors, text);
     if (!options.out.empty()) {
       std::cout << SavedPlanNotice(options.out);
     }

@@ -56,14 +56,17 @@ std::string FirstLine(const std::string& text) { return text.substr(0, text.find
 
 }  // namespace
 
-std::string RenderPlanText(const Plan& plan, const Inventory& inventory,
-                           const std::map<std::string, std::string>& node_errors,
-                           const TextOptions& options) {
+void WritePlanText(std::ostream& stream, const Plan& plan, const Inventory& inventory,
+                   const std::map<std::string, std::string>& node_errors,
+                   const TextOptions& options) {
   std::string out;
   auto paint = [&](const char* color, const std::string& text) {
     return options.color ? fmt::format("\x1b[{}m{}\x1b[0m", color, text) : text;
   };
   for (const auto& node : inventory.nodes) {
+    // A node at a time: a large plan is never held whole as text.
+    stream << out;
+    out.clear();
     out += fmt::format("{}  {}  {}  [{}]\n", paint("1", node.name), node.address, node.os.Name(),
                        Roles(node));
     if (auto it = node_errors.find(node.name); it != node_errors.end()) {
@@ -91,7 +94,15 @@ std::string RenderPlanText(const Plan& plan, const Inventory& inventory,
     }
   }
   out += "\nPlan: " + plan.Summarize().Line() + "\n";
-  return out;
+  stream << out;
+}
+
+std::string RenderPlanText(const Plan& plan, const Inventory& inventory,
+                           const std::map<std::string, std::string>& node_errors,
+                           const TextOptions& options) {
+  std::ostringstream text;
+  WritePlanText(text, plan, inventory, node_errors, options);
+  return text.str();
 }
 
 void WritePlanJson(std::ostream& out, const Plan& plan, const PlanHeader& header,

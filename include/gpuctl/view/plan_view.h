@@ -31,16 +31,20 @@ struct TextOptions {
   bool show_ok = true;  // list satisfied items too, not only changes
 };
 
-// Node by node: "~" will change, "=" already satisfied, "?" known after apply,
-// "!" error; then the summary line.
 // After `plan --out PATH`: where the plan went and how to apply exactly it.
 std::string SavedPlanNotice(const std::string& path);
 
+// Node by node: "~" will change, "=" already satisfied, "?" known after apply,
+// "!" error; then the summary line. Written a node at a time.
+void WritePlanText(std::ostream& out, const Plan& plan, const Inventory& inventory,
+                   const std::map<std::string, std::string>& node_errors,
+                   const TextOptions& options);
+// The same, as one string (tests, small plans).
 std::string RenderPlanText(const Plan& plan, const Inventory& inventory,
                            const std::map<std::string, std::string>& node_errors,
                            const TextOptions& options);
 
-// The plan as JSON (docs/json.md), streamed to `out` an item a line.
+// The plan as JSON (format gpuctl.plan/v2), streamed to `out` an item a line.
 void WritePlanJson(std::ostream& out, const Plan& plan, const PlanHeader& header,
                    const std::map<std::string, std::string>& node_errors);
 // The same document, parsed (tests, small plans).
