@@ -127,6 +127,12 @@ _gpuctl_pkg() {
   eval "_gpv=\${_gfp_$_gk-}"
 }
 
+# pkg_facts: true in a batch that gathered this node's packages (a probe
+# that would list packages another way may ask the facts instead).
+pkg_facts() {
+  [ -n "${_gf_pkgs:-}" ] && [ "$_gf_pkgs" = "$GPUCTL_OS_FAMILY" ]
+}
+
 # pkg_installed NAME: true when the package is installed.
 pkg_installed() {
   if _gpuctl_pkg "$1"; then
@@ -577,17 +583,23 @@ set_gpuctl_block() {
   fi
   _sbf=$1
   [ -f "$1" ] || _sbf=/dev/null
-  # ENVIRON, not awk -v, which would expand backslashes.
-  GPUCTL_BLOCK="# BEGIN gpuctl
-$2
-# END gpuctl"
-  export GPUCTL_BLOCK
-  gpuctl_put "$1" "" awk '
-    /^# BEGIN gpuctl$/ { if (!done) print ENVIRON["GPUCTL_BLOCK"]; done = 1; skip = 1; next }
+  # Through a file, not the environment (awk -v would expand backslashes, and
+  # Linux starts no program whose environment holds a string over 128 KiB:
+  # every node's hosts line on a cluster of some thousands). The shell's
+  # printf writes it, so no program starts with the content in hand.
+  _sbb=$(mktemp) || gpuctl_fail "cannot write $1: no temporary file"
+  if ! printf '# BEGIN gpuctl\n%s\n# END gpuctl\n' "$2" >"$_sbb"; then
+    rm -f "$_sbb"
+    gpuctl_fail "cannot write $1: the temporary file $_sbb failed"
+  fi
+  gpuctl_put "$1" "" awk -v block="$_sbb" '
+    function put(  line) { while ((getline line < block) > 0) print line; close(block) }
+    /^# BEGIN gpuctl$/ { if (!done) put(); done = 1; skip = 1; next }
     skip && /^# END gpuctl$/ { skip = 0; next }
     !skip { print }
-    END { if (!done) print ENVIRON["GPUCTL_BLOCK"] }
+    END { if (!done) put() }
   ' "$_sbf"
+  rm -f "$_sbb"
 }
 
 # firewall_ports: the ports this node opens to any source, one "PORT/PROTO"

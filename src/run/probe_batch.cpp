@@ -2,6 +2,7 @@
 
 #include "gpuctl/util/shell_quote.h"
 
+#include <cctype>
 #include <charconv>
 #include <random>
 
@@ -94,7 +95,7 @@ std::string BuildBatchScript(const std::string& prelude, const std::vector<Batch
     script += fmt::format("printf '\\n@@{0} {1} begin\\n'; printf '\\n@@{0} {1} begin\\n' >&2\n(\n",
                           nonce, entry.id);
     for (const auto& [name, value] : entry.env) {
-      script += fmt::format("export {}={}\n", name, ShellQuote(value));
+      script += EnvAssignment(name, value);
     }
     script += entry.script;
     if (!entry.script.empty() && entry.script.back() != '\n') {
@@ -181,15 +182,25 @@ bool ParseBatchScript(const std::string& script, std::string& nonce,
       return false;
     }
     body += 3;
-    while (script.compare(body, 7, "export ") == 0) {
-      // The '=' must be on this line: without one the value would be read
-      // from wherever the next '=' is, or from the script's start when there
-      // is none, and the parse could go back to an entry it already read.
-      const std::size_t eq = script.find('=', body);
-      if (eq == std::string::npos || eq > script.find('\n', body)) {
-        return false;
+    // EnvAssignment's lines: "export NAME='v'", or "GPUCTL_NAME='v'" (not
+    // exported) for a long value; anything else starts the entry's script.
+    for (;;) {
+      const bool exported = script.compare(body, 7, "export ") == 0;
+      const std::size_t start = exported ? body + 7 : body;
+      std::size_t eq = start;
+      while (eq < script.size() &&
+             (std::isalnum(static_cast<unsigned char>(script[eq])) != 0 || script[eq] == '_')) {
+        ++eq;
       }
-      const std::string name = script.substr(body + 7, eq - body - 7);
+      const bool assignment = eq > start && eq + 1 < script.size() && script[eq] == '=';
+      if (exported && !assignment) {
+        return false;  // "export" without NAME= on its line
+      }
+      if (!exported &&
+          !(assignment && script.compare(start, 7, "GPUCTL_") == 0 && script[eq + 1] == '\'')) {
+        break;
+      }
+      const std::string name = script.substr(start, eq - start);
       std::size_t value_pos = eq + 1;
       std::string value;
       // An export that ends the script has no newline to step over, and no

@@ -86,7 +86,7 @@ bool BuildInput(const Endpoint& endpoint, const Command& command, std::string& i
       problem = "the value of " + name + " contains a NUL byte, which a shell cannot hold";
       return false;
     }
-    input += "export " + name + "=" + ShellQuote(value) + "\n";
+    input += EnvAssignment(name, value);
   }
   input += command.script;
   return true;

@@ -2,7 +2,14 @@
 
 #include <cstdlib>
 
+#include "gpuctl/util/shell_quote.h"
+
 namespace gpuctl {
+
+std::string EnvAssignment(const std::string& name, const std::string& value) {
+  const std::string assignment = name + "=" + ShellQuote(value) + "\n";
+  return value.size() > kMaxExportedValue ? assignment : "export " + assignment;
+}
 
 Endpoint Endpoint::For(const Node& node) {
   Endpoint e;

@@ -43,6 +43,22 @@ class PreludeWritesTest : public ::testing::Test {
   std::filesystem::path etc_;
 };
 
+TEST_F(PreludeWritesTest, ABlockLongerThanTheEnvironmentHoldsIsWritten) {
+  // 10,000 nodes' hosts lines: over the 128 KiB Linux allows one
+  // environment string, so the block must not travel through the
+  // environment to awk.
+  const auto hosts = etc_ / "hosts";
+  std::ofstream(hosts) << "127.0.0.1 localhost\n";
+  auto run =
+      Run("lines=$(awk 'BEGIN { for (i = 1; i <= 10000; i++) printf \"10.0.%d.%d node%05d\\n\", "
+          "i / 256, i % 256, i }')\nset_gpuctl_block \"$D/hosts\" \"$lines\"\necho done");
+  ASSERT_EQ(run.status, 0) << run.out;
+  const std::string text = Slurp(hosts);
+  EXPECT_EQ(text.rfind("127.0.0.1 localhost\n# BEGIN gpuctl\n10.0.0.1 node00001\n", 0), 0U);
+  EXPECT_NE(text.find("\n10.0.39.16 node10000\n# END gpuctl\n"), std::string::npos);
+  EXPECT_GT(text.size(), 200000U);
+}
+
 TEST_F(PreludeWritesTest, KeepsOwnerAndModeAndBacksUpTheOriginalOnce) {
   const auto hosts = etc_ / "hosts";
   std::ofstream(hosts) << "127.0.0.1 localhost\n::1 localhost\n";

@@ -162,6 +162,31 @@ TEST(ProbeBatch, ParsesBackWhatItBuilt) {
   EXPECT_FALSE(ParseBatchScript("echo not a batch", nonce, parsed));
 }
 
+TEST(ProbeBatch, AValueTooLongToExportIsAShellVariableAndProgramsStillStart) {
+  // Exported, 200 kB in one environment string would make every exec fail
+  // ("Argument list too long"); as a shell variable the script reads it.
+  const std::string hosts(200000, 'h');
+  const std::vector<BatchEntry> entries{
+      {1,
+       "printf '%s' \"$GPUCTL_HOSTS\" | wc -c\nenv | grep -c '^GPUCTL_HOSTS=' || true",
+       {{"GPUCTL_HOSTS", hosts}, {"GPUCTL_OS_FAMILY", "debian"}}}};
+  const std::string script = BuildBatchScript("", entries, "nL");
+  const auto results = SplitBatchOutput(RunSh(script).out, "", "nL");
+  EXPECT_EQ(results.at(1).exit_status, 0);
+  EXPECT_EQ(results.at(1).out, "200000\n0\n");
+  std::string nonce;
+  std::vector<BatchEntry> parsed;
+  ASSERT_TRUE(ParseBatchScript(script, nonce, parsed));
+  ASSERT_EQ(parsed.size(), 1U);
+  EXPECT_EQ(parsed[0].env, entries[0].env);
+  EXPECT_EQ(parsed[0].script, entries[0].script);
+  // A script's own first line that assigns a variable is script, not env.
+  const std::vector<BatchEntry> own{{2, "f=/etc/hosts\nGPUCTL_X='y'", {}}};
+  ASSERT_TRUE(ParseBatchScript(BuildBatchScript("", own, "nM"), nonce, parsed));
+  EXPECT_TRUE(parsed[0].env.empty());
+  EXPECT_EQ(parsed[0].script, own[0].script);
+}
+
 TEST(ProbeBatch, AppendedResultsSplitBack) {
   std::string out;
   std::string err;

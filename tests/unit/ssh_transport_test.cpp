@@ -157,6 +157,17 @@ TEST_F(SshTransportTest, LargeInputWhileTheCommandPrints) {
   EXPECT_EQ(r.out.substr(3000000), "100000\n");
 }
 
+TEST_F(SshTransportTest, AValueTooLongToExportReachesTheScriptAndProgramsStillStart) {
+  auto connection = Connect();
+  // 300 kB: exported, every program the script starts would fail with
+  // "Argument list too long"; set as a shell variable, only the shell has it.
+  Command c = Script("printf '%s' \"$HOSTS\" | wc -c\n/bin/true && echo started\n");
+  c.env = {{"HOSTS", std::string(300000, 'h')}};
+  CommandResult r = connection->Run(c);
+  EXPECT_EQ(r.exit_status, 0) << r.err;
+  EXPECT_EQ(r.out, "300000\nstarted\n");
+}
+
 TEST_F(SshTransportTest, CommandTimeoutIsHonouredAndTheConnectionStaysUsable) {
   auto connection = Connect();
   const auto start = std::chrono::steady_clock::now();

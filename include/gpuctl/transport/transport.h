@@ -64,9 +64,23 @@ class TransportError : public std::runtime_error {
   ConnectFailure kind_;
 };
 
+// The longest value exported to a script's environment. Linux starts no
+// program whose environment holds one string over 128 KiB (MAX_ARG_STRLEN):
+// exported, a longer value (every node's hosts line on a cluster of some
+// thousands) would make every command of the script fail with "Argument list
+// too long". It is set as a shell variable instead, which the script reads
+// and the programs it starts do not see (pass it to them on stdin or in a
+// file).
+inline constexpr std::size_t kMaxExportedValue = 64 * 1024;
+
+// The line of shell that sets `name` to `value` before a script: exported,
+// or for a value over kMaxExportedValue a shell variable only.
+std::string EnvAssignment(const std::string& name, const std::string& value);
+
 // A script to run on the node. The script is fed to `sh -s` on stdin, so it
 // never appears in the node's process list and needs no quoting; `env` is
-// exported before it (secrets travel this way, never on a command line).
+// set before it (EnvAssignment; secrets travel this way, never on a command
+// line).
 struct Command {
   std::string script;
   std::map<std::string, std::string> env;
