@@ -214,9 +214,10 @@ SavedPlan PlanFromJson(const nlohmann::json& document, const std::string& path) 
         saved.header.node_os[nodes.back()] = n.at("os").get<std::string>();
       }
     }
+    // Named, not iterated as a temporary: items() would outlive it.
+    const nlohmann::json shared_values = document.value("shared_values", nlohmann::json::object());
     std::map<std::string, SharedText> shared;
-    for (const auto& [digest, value] :
-         document.value("shared_values", nlohmann::json::object()).items()) {
+    for (const auto& [digest, value] : shared_values.items()) {
       shared.emplace(digest, SharedText(value.get<std::string>()));
     }
     std::vector<PlanItem> items;

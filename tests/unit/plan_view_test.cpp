@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include "cluster_builder.h"
 
 namespace gpuctl {
@@ -83,6 +85,33 @@ TEST_F(PlanViewTest, UnreachableNodeIsSaidOnceWithItsError) {
   const std::string text = RenderPlanText(plan, inventory, {{"worker1", "host key changed"}}, {});
   EXPECT_NE(text.find("  ! host key changed\n"), std::string::npos) << text;
   EXPECT_EQ(text.find("gpu.driver"), std::string::npos) << text;
+}
+
+TEST_F(PlanViewTest, ALongValueIsWrittenOnceAndReadBackIntoEveryItem) {
+  // Every node's hosts line: as long as the cluster is large.
+  std::vector<Step> steps = catalog.steps();
+  steps[0].change_params = {"hosts"};
+  for (int i = 0; i < 20; ++i) {
+    Node n = inventory.nodes.back();
+    n.name = "extra" + std::to_string(i);
+    inventory.nodes.push_back(n);
+  }
+  catalog = Catalog::FromSteps(steps);
+  plan = Plan::Build(inventory, catalog);
+  std::ostringstream text;
+  WritePlanJson(text, plan, {}, {});
+  const std::string hosts = plan.Find("master1", "os.sysctl")->env.at("GPUCTL_HOSTS").str();
+  ASSERT_GT(hosts.size(), 128U);
+  // Once, under shared_values, however many items hold it.
+  const std::string saved = text.str();
+  EXPECT_EQ(saved.find(hosts), saved.rfind(hosts));
+  const SavedPlan back = PlanFromJson(nlohmann::json::parse(saved), "plan.json");
+  for (const auto& item : back.plan.items()) {
+    if (item.step == "os.sysctl") {
+      EXPECT_EQ(item.env.at("GPUCTL_HOSTS"), hosts) << item.node;
+    }
+    EXPECT_EQ(item.digest, plan.items()[item.id].digest);
+  }
 }
 
 TEST_F(PlanViewTest, JsonRoundTripsItemsAndHeader) {

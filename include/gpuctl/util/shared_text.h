@@ -36,6 +36,8 @@ class SharedText {
   friend bool operator!=(const SharedText& a, const SharedText& b) { return !(a == b); }
   friend bool operator==(const SharedText& a, std::string_view b) { return a.str() == b; }
   friend bool operator!=(const SharedText& a, std::string_view b) { return a.str() != b; }
+  friend bool operator==(const SharedText& a, const std::string& b) { return a.str() == b; }
+  friend bool operator!=(const SharedText& a, const std::string& b) { return a.str() != b; }
   friend bool operator==(const SharedText& a, const char* b) { return a.str() == b; }
   friend bool operator!=(const SharedText& a, const char* b) { return a.str() != b; }
   friend std::ostream& operator<<(std::ostream& out, const SharedText& text);
