@@ -9,7 +9,7 @@
 //
 // plan:  load -> Plan::Build alone -> the plan action (connect, read each
 //        node's OS, build, one probe batch per node; every probe says
-//        "needs change").
+//        "needs change", as on fresh nodes).
 // apply: the apply action: Prepare (as plan, plus node locks), then every
 //        change, reboot and verification, each answered at once, each
 //        verification passing once its change ran.
@@ -131,8 +131,21 @@ int Run(const std::string& mode, const std::string& inventory, const std::string
   FakeTransport transport;
   transport.KeepRecords(false);  // a record of every command would be the benchmark
   auto nodes = std::make_shared<ConvergingNodes>(*spec, transport);
-  transport.AddHandler(
-      [nodes](const std::string& node, const Command& c) { return nodes->Answer(node, c); });
+  if (mode == "plan") {
+    // Fresh nodes: every probe says "needs change", with no lookup to pay.
+    transport.AddHandler(
+        [nodes](const std::string& node, const Command& c) -> std::optional<CommandResult> {
+          if (c.script == OsReleaseScript()) {
+            return nodes->Answer(node, c);
+          }
+          CommandResult r;
+          r.exit_status = kProbeNeedsChange;
+          return r;
+        });
+  } else {
+    transport.AddHandler(
+        [nodes](const std::string& node, const Command& c) { return nodes->Answer(node, c); });
+  }
   Reporter quiet;
   RunOptions run;
 
