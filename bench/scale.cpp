@@ -56,8 +56,8 @@ std::string OsReleaseText(const Node& node) {
 }
 
 // Nodes that keep what their changes did: a step's probe and verification
-// pass once its change ran there. Scripts are told apart by their text, which
-// is the step's own after the prelude.
+// pass once its change ran there. Scripts are told apart by their text (the
+// prelude travels beside it).
 class ConvergingNodes {
  public:
   ConvergingNodes(const Spec& spec, FakeTransport& transport) : transport_(transport) {
@@ -82,10 +82,8 @@ class ConvergingNodes {
       r.out = os_release_.at(node);
       return r;
     }
-    const std::string& script = command.script;
-    const std::size_t mark = script.find(kStepMark);
-    const std::string own =
-        mark == std::string::npos ? script : script.substr(mark + kStepMark.size());
+    // The prelude travels beside the script (Command::prelude).
+    const std::string& own = command.script;
     if (auto it = changes_.find(own); it != changes_.end()) {
       std::lock_guard lock(mutex_);
       done_.insert({node, it->second});
@@ -96,14 +94,13 @@ class ConvergingNodes {
       r.exit_status = done_.count({node, it->second}) != 0 ? 0 : kProbeNeedsChange;
       return r;
     }
-    if (script.find("systemctl reboot") != std::string::npos) {
+    if (own.find("systemctl reboot") != std::string::npos) {
       transport_.Restart(node);  // back at once, its /run emptied
     }
     return r;  // gpuctl's own bookkeeping (locks, reboot marks): succeeds
   }
 
  private:
-  static constexpr std::string_view kStepMark = "\n# --- step ---\n";
   FakeTransport& transport_;
   std::unordered_map<std::string, std::string> scripts_;
   std::unordered_map<std::string, std::string> changes_;
@@ -164,13 +161,19 @@ int Run(const std::string& mode, const std::string& inventory, const std::string
     settings.run_dir = dir.string();
     {
       ApplyAction action(*spec, target, transport, quiet, settings);
+      auto phase = Clock::now();
       if (!action.Prepare().drift.empty()) {
         std::cerr << "drift in a fresh plan\n";
         return 1;
       }
+      const double prepare = Seconds(phase);
+      phase = Clock::now();
       action.Apply();
+      const double changes = Seconds(phase);
+      phase = Clock::now();
       action.Finish();
-      outcome = action.plan().Summarize().Line();
+      outcome = fmt::format("prepare {:.2f} s, changes {:.2f} s, finish {:.2f} s; {}", prepare,
+                            changes, Seconds(phase), action.plan().Summarize().Line());
     }
     std::filesystem::remove_all(dir);
   }

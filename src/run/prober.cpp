@@ -236,7 +236,8 @@ void Prober::RunAll(const std::vector<Target>& all_targets, Activity activity) {
   }
   const std::string nonce = MakeNonce();
   Command command;
-  command.script = BuildBatchScript(runner_.prelude(), entries, nonce);
+  command.prelude = runner_.prelude();
+  command.script = BuildBatchScript("", entries, nonce);
   const CommandResult batch = runner_.Run(command);
   auto results = SplitBatchOutput(batch.out, batch.err, nonce);
   const bool alive = runner_.Alive();

@@ -14,6 +14,10 @@ struct Scheduler::Waiter {
   std::string node;
   bool slot = false;
   bool batch = false;
+  // Where it sits in on_item_, on_node_, on_slot_ or on_batch_, while it is there.
+  std::optional<std::multimap<std::size_t, Waiter*>::iterator> on_item;
+  std::optional<std::multimap<std::string, Waiter*>::iterator> on_node;
+  std::optional<std::list<Waiter*>::iterator> queued;
   void Clear() {
     item.reset();
     node.clear();
@@ -55,33 +59,29 @@ Scheduler::~Scheduler() {
 
 void Scheduler::Register(Waiter& w) {
   if (w.item) {
-    on_item_.emplace(*w.item, &w);
+    w.on_item = on_item_.emplace(*w.item, &w);
   } else if (!w.node.empty()) {
-    on_node_.emplace(w.node, &w);
+    w.on_node = on_node_.emplace(w.node, &w);
   } else if (w.slot) {
-    on_slot_.push_back(&w);
+    w.queued = on_slot_.insert(on_slot_.end(), &w);
   } else if (w.batch) {
-    on_batch_.push_back(&w);
+    w.queued = on_batch_.insert(on_batch_.end(), &w);
   }
 }
 
 void Scheduler::Unregister(Waiter& w) {
-  auto drop = [&](auto& multimap, const auto& key) {
-    auto [first, last] = multimap.equal_range(key);
-    for (auto it = first; it != last; ++it) {
-      if (it->second == &w) {
-        multimap.erase(it);
-        return;
-      }
-    }
-  };
-  if (w.item) {
-    drop(on_item_, *w.item);
-  } else if (!w.node.empty()) {
-    drop(on_node_, w.node);
+  if (w.on_item) {
+    on_item_.erase(*w.on_item);
+    w.on_item.reset();
   }
-  std::erase(on_slot_, &w);
-  std::erase(on_batch_, &w);
+  if (w.on_node) {
+    on_node_.erase(*w.on_node);
+    w.on_node.reset();
+  }
+  if (w.queued) {
+    (w.slot ? on_slot_ : on_batch_).erase(*w.queued);
+    w.queued.reset();
+  }
   w.Clear();
 }
 
@@ -110,7 +110,7 @@ void Scheduler::WaitUntil(std::unique_lock<std::mutex>& lock, Waiter& waiter, Pr
   if (ready()) {
     return;
   }
-  held_.push_back(&waiter);
+  held_.insert(&waiter);
   ++waiting_;
   waiting_changed_.notify_all();
   for (;;) {
@@ -126,7 +126,7 @@ void Scheduler::WaitUntil(std::unique_lock<std::mutex>& lock, Waiter& waiter, Pr
     }
   }
   --waiting_;
-  std::erase(held_, &waiter);
+  held_.erase(&waiter);
 }
 
 bool Scheduler::AwaitWaiting(std::size_t count, std::chrono::seconds limit) {
@@ -230,7 +230,8 @@ void Scheduler::ReturnSlot() {
     // The oldest, taken off the queue so the next slot wakes the next one;
     // it queues again if another call took the slot first.
     Waiter* oldest = on_slot_.front();
-    on_slot_.erase(on_slot_.begin());
+    on_slot_.pop_front();
+    oldest->queued.reset();
     oldest->woken.notify_one();
   }
 }
@@ -276,7 +277,7 @@ bool Scheduler::EnterRebootBatch(const std::string& node) {
   // Even when the run is stopping: a step reaching this node is in flight,
   // and the reboot must not cut it off. Such steps end on their own.
   while (!unreached()) {
-    held_.push_back(&waiter);
+    held_.insert(&waiter);
     ++waiting_;
     waiting_changed_.notify_all();
     waiter.node = node;
@@ -284,7 +285,7 @@ bool Scheduler::EnterRebootBatch(const std::string& node) {
     waiter.woken.wait(lock);
     Unregister(waiter);
     --waiting_;
-    std::erase(held_, &waiter);
+    held_.erase(&waiter);
   }
   if (Stopping()) {
     return false;

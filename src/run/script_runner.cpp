@@ -6,7 +6,7 @@ std::string WithPrelude(const std::string& prelude, const std::string& script) {
   if (prelude.empty()) {
     return script;
   }
-  return prelude + "\n# --- step ---\n" + script;
+  return prelude + std::string(kStepMark) + script;
 }
 
 CommandResult ScriptRunner::RunStep(const std::string& node, const std::string& step,
@@ -33,7 +33,8 @@ CommandResult ScriptRunner::Finished(const std::string& node, const std::string&
 CommandResult ScriptRunner::RunWithPrelude(const std::string& script,
                                            const std::map<std::string, std::string>& env) {
   Command command;
-  command.script = WithPrelude(prelude_, script);
+  command.prelude = prelude_;
+  command.script = script;
   command.env = env;
   return connection_.Run(command);
 }

@@ -88,6 +88,10 @@ bool BuildInput(const Endpoint& endpoint, const Command& command, std::string& i
     }
     input += EnvAssignment(name, value);
   }
+  if (!command.prelude.empty()) {
+    input += command.prelude;
+    input += kStepMark;
+  }
   input += command.script;
   return true;
 }

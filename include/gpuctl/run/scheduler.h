@@ -15,12 +15,14 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <list>
 #include <map>
 #include <mutex>
 #include <set>
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace gpuctl {
@@ -146,11 +148,16 @@ class Scheduler {
   std::size_t waiting_ = 0;                  // calls held in a wait now
   std::condition_variable waiting_changed_;  // for AwaitWaiting
   // Who waits for what; each waiter is in at most one of the first four.
-  std::unordered_multimap<std::size_t, Waiter*> on_item_;
-  std::unordered_multimap<std::string, Waiter*> on_node_;
-  std::vector<Waiter*> on_slot_;   // woken one at a time, oldest first
-  std::vector<Waiter*> on_batch_;  // woken together when a batch opens
-  std::vector<Waiter*> held_;      // every held waiter, for a stop
+  // Ordered multimaps: their iterators stay valid as others come and go, so
+  // a waiter keeps its own and leaves without a scan of those beside it
+  // (every worker's join waits on the master's init).
+  std::multimap<std::size_t, Waiter*> on_item_;
+  std::multimap<std::string, Waiter*> on_node_;
+  // Lists, so that a waiter leaves its queue in constant time through the
+  // position it keeps: with a walker per node, thousands queue for a slot.
+  std::list<Waiter*> on_slot_;        // woken one at a time, oldest first
+  std::list<Waiter*> on_batch_;       // woken together when a batch opens
+  std::unordered_set<Waiter*> held_;  // every held waiter, for a stop
   // A signal handler sets limits_.interrupted and cannot notify: this
   // thread looks at the flag a few times a second and wakes every waiter.
   std::condition_variable watch_changed_;

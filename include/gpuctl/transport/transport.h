@@ -11,6 +11,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include "gpuctl/model/inventory.h"
 
@@ -77,11 +78,19 @@ inline constexpr std::size_t kMaxExportedValue = 64 * 1024;
 // or for a value over kMaxExportedValue a shell variable only.
 std::string EnvAssignment(const std::string& name, const std::string& value);
 
+// What separates the prelude from the script on the wire.
+inline constexpr std::string_view kStepMark = "\n# --- step ---\n";
+
 // A script to run on the node. The script is fed to `sh -s` on stdin, so it
 // never appears in the node's process list and needs no quoting; `env` is
 // set before it (EnvAssignment; secrets travel this way, never on a command
 // line).
 struct Command {
+  // The catalog's prelude (shell functions every step uses), sent before
+  // `script` with kStepMark between them. Kept apart so that no command
+  // copies it: it is tens of KiB and travels with every command. A view of
+  // the catalog's own text, which outlives every command.
+  std::string_view prelude;
   std::string script;
   std::map<std::string, std::string> env;
   std::chrono::seconds timeout{0};  // 0: the endpoint's command timeout
