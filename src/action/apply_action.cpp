@@ -8,11 +8,13 @@
 #include <filesystem>
 #include <fstream>
 #include <ostream>
+#include <set>
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
 #include "gpuctl/run/drift.h"
+#include "gpuctl/run/run_history.h"
 #include "gpuctl/run/script_trace.h"
 #include "gpuctl/util/input_file.h"
 
@@ -82,14 +84,9 @@ std::string SavedPlanRefusal(const ApplyTarget& target, const Spec& spec) {
 }
 
 std::string DefaultRunDir(const std::string& cluster) {
-  const char* state = std::getenv("XDG_STATE_HOME");
-  const char* home = std::getenv("HOME");
-  const std::filesystem::path base =
-      state != nullptr && *state != '\0'
-          ? std::filesystem::path(state)
-          : std::filesystem::path(home != nullptr ? home : "/root") / ".local/state";
   const auto now = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
-  return (base / "gpuctl" / cluster / "runs" / fmt::format("{:%Y%m%dT%H%M%SZ}-{}", now, getpid()))
+  return (std::filesystem::path(StateDir()) / cluster / "runs" /
+          fmt::format("{:%Y%m%dT%H%M%SZ}-{}", now, getpid()))
       .string();
 }
 
@@ -107,6 +104,7 @@ ApplyAction::ApplyAction(Spec& spec, const ApplyTarget& target, Transport& trans
   reporter_.Add(&progress);
   reporter_.Add(&journal_);
   TraceRedactor(transport, context_.redactor);
+  journal_.RunStarted(context_.redactor.Apply(ProcessCommandLine()), target_.path);
 }
 
 ApplyAction::~ApplyAction() {
@@ -163,9 +161,44 @@ void ApplyAction::Finish() {
   }
   finished_ = true;
   pipeline_.CleanUp(context_);
+  // Nodes that went through a reboot that proved itself: a reboot step applied.
+  std::set<std::string> rebooted;
+  for (const PlanItem& item : plan_.items()) {
+    const Step* step = spec_.catalog.Find(item.step);
+    if (item.state == ItemState::kApplied && step != nullptr && step->reboot) {
+      rebooted.insert(item.node);
+    }
+  }
+  journal_.RunFinished(
+      Outcome(), plan_.Summarize(), rebooted.size(),
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
   journal_.Flush();
   std::ofstream out(std::filesystem::path(run_dir_) / "plan.json");
   WritePlanJson(out, plan_, HeaderFor(spec_), context_.NodeErrors());
+}
+
+std::string ApplyAction::Outcome() const {
+  if (settings_.executor.interrupted != nullptr && settings_.executor.interrupted->load()) {
+    return "interrupted";
+  }
+  if (!prepared_once_) {
+    return "not started";
+  }
+  if (!prepared_.drift.empty()) {
+    return "refused (saved plan drifted)";
+  }
+  const bool left_out = !context_.NodeErrors().empty();
+  if (!applied_) {
+    if (prepared_.has_changes) {
+      return "not confirmed";
+    }
+    return left_out ? "incomplete" : "nothing to change";
+  }
+  const PlanSummary summary = plan_.Summarize();
+  if (summary.failed > 0) {
+    return "failed";
+  }
+  return left_out || summary.blocked > 0 ? "incomplete" : "applied";
 }
 
 std::map<std::string, std::string> ApplyAction::NodeErrors() const { return context_.NodeErrors(); }

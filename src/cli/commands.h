@@ -28,5 +28,7 @@ void SetApplyCommand(CLI::App& app, const GlobalOptions& global, int& exit_code)
 void SetCheckCommand(CLI::App& app, const GlobalOptions& global, int& exit_code);
 void SetCatalogCommand(CLI::App& app, const GlobalOptions& global, int& exit_code);
 void SetLabCommand(CLI::App& app, int& exit_code);
+void SetRunsCommand(CLI::App& app, const GlobalOptions& global, int& exit_code);
+void SetLogsCommand(CLI::App& app, const GlobalOptions& global, int& exit_code);
 
 }  // namespace gpuctl::cli

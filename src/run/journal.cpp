@@ -1,5 +1,6 @@
 #include "gpuctl/run/journal.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -11,6 +12,8 @@
 
 #include "gpuctl/run/script_runner.h"
 #include "gpuctl/util/input_file.h"
+#include "gpuctl/util/shell_quote.h"
+#include "gpuctl/util/version.h"
 
 namespace gpuctl {
 namespace {
@@ -61,6 +64,29 @@ void Journal::Write(const std::string& line, bool flush) {
 void Journal::Flush() {
   std::lock_guard lock(mutex_);
   out_.flush();
+}
+
+void Journal::RunStarted(const std::string& command, const std::string& target) {
+  auto e = Event("run", "");
+  e["format"] = "gpuctl.journal/v1";
+  e["gpuctl"] = kVersion;
+  e["command"] = command;
+  e["inventory"] = target;
+  Write(Line(e), true);
+}
+
+void Journal::RunFinished(const std::string& outcome, const PlanSummary& summary,
+                          std::size_t rebooted, double seconds) {
+  auto e = Event("finish", "");
+  e["outcome"] = outcome;
+  e["seconds"] = seconds;
+  e["nodes"] = summary.nodes;
+  e["changed"] = summary.applied;
+  e["ok"] = summary.ok;
+  e["failed"] = summary.failed + summary.errors;
+  e["blocked"] = summary.blocked;
+  e["rebooted"] = rebooted;
+  Write(Line(e), true);
 }
 
 void Journal::PhaseStarted(const std::string& title) {
@@ -152,6 +178,26 @@ std::vector<std::pair<std::string, std::string>> UnfinishedSteps(const std::stri
     }
   }
   return unfinished;
+}
+
+std::string ProcessCommandLine() {
+  std::string why;
+  const auto raw = ReadInputPrefix("/proc/self/cmdline", 64 * 1024, why);
+  if (!raw) {
+    return "";
+  }
+  std::string line;
+  std::size_t start = 0;
+  while (start < raw->size()) {
+    const std::size_t end = std::min(raw->find('\0', start), raw->size());
+    const std::string word = raw->substr(start, end - start);
+    const bool plain = !word.empty() && word.find_first_not_of(
+                                            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                            "0123456789-_./=:,@+%[]") == std::string::npos;
+    line += (line.empty() ? "" : " ") + (plain ? word : ShellQuote(word));
+    start = end + 1;
+  }
+  return line;
 }
 
 std::string LatestRunDir(const std::string& runs_root) {

@@ -16,6 +16,7 @@
 #include "cluster_builder.h"
 #include "gpuctl/action/read_only.h"
 #include "gpuctl/model/os_release.h"
+#include "gpuctl/run/run_history.h"
 #include "gpuctl/transport/fake_transport.h"
 #include "gpuctl/view/plan_view.h"
 
@@ -144,6 +145,41 @@ TEST_F(ApplyActionTest, AppliesAfterPrepareAndReleasesItsLocksWhenFinished) {
     EXPECT_NE(records.back().command.script.find("rm -rf \"$d/lock\""), std::string::npos)
         << node << ": the last command releases the lock";
   }
+}
+
+// `gpuctl runs` reads a run from its journal's first and last lines.
+TEST_F(ApplyActionTest, TheJournalOpensWithTheRunAndEndsWithHowItEnded) {
+  Reporter quiet;
+  const std::string id = "20261124T000000Z-1";
+  ApplySettings settings = Settings("state/lab/runs/" + id);
+  {
+    ApplyAction action(spec, inventory_target, transport, quiet, settings);
+    action.Prepare();
+    action.Apply();
+    action.Finish();
+    EXPECT_EQ(action.Outcome(), "applied");
+  }
+  {
+    ApplyAction again(spec, inventory_target, transport, quiet,
+                      Settings("state/lab/runs/20261124T000001Z-1"));
+    again.Prepare();
+    again.Finish();
+    EXPECT_EQ(again.Outcome(), "nothing to change");
+  }
+  const auto listed = ListRuns((runs / "state").string(), "");
+  ASSERT_EQ(listed.size(), 2U);
+  const RunRecord& first = listed.front();
+  EXPECT_EQ(first.id, id);
+  EXPECT_EQ(first.cluster, "lab");
+  EXPECT_TRUE(first.finished);
+  EXPECT_EQ(first.outcome, "applied");
+  EXPECT_EQ(first.inventory, "inventory.yaml");
+  EXPECT_NE(first.command, "") << "the command line is recorded";
+  EXPECT_EQ(first.nodes, 3U);
+  EXPECT_EQ(first.changed, 5U);
+  EXPECT_EQ(first.failed, 0U);
+  EXPECT_EQ(listed.back().outcome, "nothing to change");
+  EXPECT_EQ(listed.back().changed, 0U);
 }
 
 TEST_F(ApplyActionTest, ASavedPlanOfAnotherInventoryIsRefusedBeforeAnyNodeIsContacted) {

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -85,6 +86,10 @@ class ApplyAction {
   [[nodiscard]] const std::string& run_dir() const { return run_dir_; }
   [[nodiscard]] bool applied() const { return applied_; }
   [[nodiscard]] std::size_t MaxConcurrentReboots() const { return max_reboots_; }
+  // How the run ended, in the words the journal's "finish" event and `gpuctl
+  // runs` use: applied, failed, incomplete (nodes left out), interrupted,
+  // nothing to change, not confirmed, refused (saved plan drifted).
+  [[nodiscard]] std::string Outcome() const;
 
  private:
   Spec& spec_;
@@ -102,6 +107,7 @@ class ApplyAction {
   bool applied_ = false;
   bool finished_ = false;
   std::size_t max_reboots_ = 0;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 };
 
 }  // namespace gpuctl

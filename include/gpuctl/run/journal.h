@@ -27,6 +27,13 @@ class Journal : public Reporter {
                        const CommandResult& result) override;
   void ItemUpdated(const PlanItem& item) override;
   void Note(const std::string& node, const std::string& message) override;
+  // The journal's first line: what was run (the command as typed, the
+  // inventory or saved plan it applies), for `gpuctl runs`.
+  void RunStarted(const std::string& command, const std::string& target);
+  // Its last: how the run ended ("applied", "failed", ...), its counts and
+  // duration. A journal without one was cut off (killed, or still running).
+  void RunFinished(const std::string& outcome, const PlanSummary& summary, std::size_t rebooted,
+                   double seconds);
   // Writes what is buffered (the run's end calls it).
   void Flush();
 
@@ -40,6 +47,10 @@ class Journal : public Reporter {
 // Steps a previous run started and never finished (it was killed, or lost the
 // node mid-change), as "node step" pairs, from that run's journal.
 std::vector<std::pair<std::string, std::string>> UnfinishedSteps(const std::string& journal_path);
+
+// This process's command line, its words joined by spaces, each quoted
+// for a shell where it needs it (what `gpuctl runs` shows).
+std::string ProcessCommandLine();
 
 // The newest run directory under `runs_root`, or "" if none.
 std::string LatestRunDir(const std::string& runs_root);
