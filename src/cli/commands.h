@@ -22,6 +22,9 @@ struct GlobalOptions {
 };
 
 void AddGlobalOptions(CLI::App& app, GlobalOptions& global);
+// After a failed parse: "gpuctl plan: unknown option '--hide-okk' (did you
+// mean '--hide-ok'?)" for each unknown option left over, or "" if none.
+std::string UnknownOptionHint(CLI::App& app);
 void SetValidateCommand(CLI::App& app, const GlobalOptions& global, int& exit_code);
 void SetPlanCommand(CLI::App& app, const GlobalOptions& global, int& exit_code);
 void SetApplyCommand(CLI::App& app, const GlobalOptions& global, int& exit_code);

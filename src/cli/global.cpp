@@ -2,6 +2,10 @@
 
 #include <cstdlib>
 
+#include <fmt/format.h>
+
+#include "gpuctl/model/yaml_source.h"
+
 namespace gpuctl::cli {
 
 void AddGlobalOptions(CLI::App& app, GlobalOptions& global) {
@@ -27,6 +31,39 @@ void AddGlobalOptions(CLI::App& app, GlobalOptions& global) {
   app.add_option("-o,--output", global.output, "Output format")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
+}
+
+std::string UnknownOptionHint(CLI::App& app) {
+  CLI::App* command = &app;
+  for (CLI::App* sub : app.get_subcommands()) {
+    command = sub;
+  }
+  std::vector<std::string> known;
+  for (const CLI::App* scope : std::vector<const CLI::App*>{command, &app}) {
+    for (const CLI::Option* option : scope->get_options()) {
+      for (const std::string& name : option->get_lnames()) {
+        known.push_back("--" + name);
+      }
+    }
+  }
+  std::vector<std::string> left = app.remaining();
+  if (command != &app) {
+    const auto more = command->remaining();
+    left.insert(left.end(), more.begin(), more.end());
+  }
+  std::string hint;
+  for (const std::string& word : left) {
+    if (!word.starts_with("--")) {
+      continue;
+    }
+    const std::string name = word.substr(0, word.find('='));
+    hint += fmt::format("gpuctl {}: unknown option '{}'{}\n", command->get_name(), name,
+                        yaml::DidYouMean(name, known));
+  }
+  if (!hint.empty()) {
+    hint += fmt::format("Run gpuctl {} --help for its options.\n", command->get_name());
+  }
+  return hint;
 }
 
 }  // namespace gpuctl::cli

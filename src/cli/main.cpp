@@ -64,6 +64,11 @@ int main(int argc, char** argv) {
         return gpuctl::cli::kExitError;
       }
     }
+    // `gpuctl plan --hide-okk`: name the option that was meant.
+    if (const std::string hint = gpuctl::cli::UnknownOptionHint(app); !hint.empty()) {
+      std::cerr << hint;
+      return gpuctl::cli::kExitError;
+    }
     return app.exit(e) == 0 ? 0 : gpuctl::cli::kExitError;
   } catch (const gpuctl::RenderError& e) {
     // A value that would have broken a config file on a node: nothing was

@@ -83,5 +83,23 @@ TEST(CliOptions, AnUnknownOptionIsStillRefused) {
   EXPECT_NE(run.out.find("--bogus"), std::string::npos) << run.out;
 }
 
+TEST(CliOptions, AMistypedOptionNamesTheOneMeant) {
+  const CliRun plan = Gpuctl("plan --hide-okk " + kInventory);
+  EXPECT_EQ(plan.status, 1);
+  EXPECT_NE(plan.out.find("gpuctl plan: unknown option '--hide-okk' (did you mean '--hide-ok'?)"),
+            std::string::npos)
+      << plan.out;
+  // A global option mistyped after the subcommand is found among them too.
+  const CliRun only = Gpuctl("validate --onlyy k8s " + kInventory);
+  EXPECT_EQ(only.status, 1);
+  EXPECT_NE(only.out.find("unknown option '--onlyy' (did you mean '--only'?)"), std::string::npos)
+      << only.out;
+  // Nothing close: no guess, but where to look.
+  const CliRun far = Gpuctl("check --zzz " + kInventory);
+  EXPECT_EQ(far.status, 1);
+  EXPECT_NE(far.out.find("unknown option '--zzz'\nRun gpuctl check --help"), std::string::npos)
+      << far.out;
+}
+
 }  // namespace
 }  // namespace gpuctl
