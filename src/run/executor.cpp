@@ -117,6 +117,21 @@ void Executor::Run() {
 }
 
 void Executor::WalkNode(const Node& node) {
+  // The walker keeps a slot from one ready item of its node to the next:
+  // a node is worked on at once, not queued again after each step (with a
+  // walker per node, that queue cost apply a context switch per item).
+  bool holds_slot = false;
+  struct SlotRelease {
+    Scheduler& scheduler;
+    bool& holds;
+    void Now() {
+      if (holds) {
+        scheduler.ReturnSlot();
+        holds = false;
+      }
+    }
+    ~SlotRelease() { Now(); }
+  } slot{scheduler_, holds_slot};
   bool reboot_pending = false;
   std::vector<std::size_t> awaiting_verify;  // changed, verified after the reboot
   for (const std::size_t id : context_.plan.ItemsOf(node.name)) {
@@ -128,15 +143,16 @@ void Executor::WalkNode(const Node& node) {
     // Reboot once for a run of reboot-needing steps (nouveau then driver),
     // not once each: the next step would only be verified after a reboot anyway.
     if (reboot_pending && !step.reboot) {
+      slot.Now();  // a reboot's wait is not work on the node
       if (!RebootAndVerify(node, awaiting_verify)) {
         break;
       }
       reboot_pending = false;
     }
-    if (!WaitToStart(item)) {
+    if (!WaitToStart(item, holds_slot)) {
       continue;  // blocked; later items may still depend only on done ones
     }
-    const bool ran = RunItem(node, item, reboot_pending);
+    const bool ran = RunItem(node, item, reboot_pending, holds_slot);
     scheduler_.ReleaseReach(id);
     if (!ran) {
       break;
@@ -149,6 +165,7 @@ void Executor::WalkNode(const Node& node) {
       }
     }
   }
+  slot.Now();
   if (reboot_pending && !context_.IsFailed(node.name)) {
     RebootAndVerify(node, awaiting_verify);
   }
@@ -192,8 +209,8 @@ std::vector<std::string> Executor::ReachedNodes(const PlanItem& item) const {
   return {reached.begin(), reached.end()};
 }
 
-bool Executor::WaitToStart(PlanItem& item) {
-  const Admission admission = scheduler_.WaitToStart(item.id, ReachedNodes(item));
+bool Executor::WaitToStart(PlanItem& item, bool& holds_slot) {
+  const Admission admission = scheduler_.WaitToStart(item.id, ReachedNodes(item), holds_slot);
   const auto blocker = [&]() -> const PlanItem& {
     return context_.plan.items()[admission.blocker];
   };
@@ -217,14 +234,13 @@ bool Executor::WaitToStart(PlanItem& item) {
   return false;
 }
 
-bool Executor::RunItem(const Node& node, PlanItem& item, bool& reboot_pending) {
-  if (!scheduler_.TakeSlot()) {
-    return false;  // stopping: the walker blocks what is left
+bool Executor::RunItem(const Node& node, PlanItem& item, bool& reboot_pending, bool& holds_slot) {
+  if (!holds_slot) {
+    if (!scheduler_.TakeSlot()) {
+      return false;  // stopping: the walker blocks what is left
+    }
+    holds_slot = true;
   }
-  struct SlotReturn {
-    Scheduler& scheduler;
-    ~SlotReturn() { scheduler.ReturnSlot(); }
-  } slot_return{scheduler_};
 
   Connection* connection = context_.ConnectionTo(node.name);
   if (connection == nullptr) {

@@ -178,10 +178,23 @@ bool Scheduler::Decided(std::size_t item, const std::vector<std::string>& reache
 }
 
 Admission Scheduler::WaitToStart(std::size_t item, const std::vector<std::string>& reached) {
+  bool holds_slot = false;
+  return WaitToStart(item, reached, holds_slot);
+}
+
+Admission Scheduler::WaitToStart(std::size_t item, const std::vector<std::string>& reached,
+                                 bool& holds_slot) {
   std::unique_lock lock(mutex_);
   Admission admission;
   Waiter waiter;
-  WaitUntil(lock, waiter, [&] { return Decided(item, reached, admission, waiter); });
+  WaitUntil(lock, waiter, [&] {
+    const bool decided = Decided(item, reached, admission, waiter);
+    if (!decided && holds_slot) {
+      ReturnSlotLocked();
+      holds_slot = false;
+    }
+    return decided;
+  });
   // An interrupt may land after the decision; a blocker found still wins.
   if (admission.verdict == Admission::Verdict::kGo && Stopping()) {
     admission.verdict = Admission::Verdict::kStopped;
@@ -225,6 +238,10 @@ bool Scheduler::TakeSlot() {
 
 void Scheduler::ReturnSlot() {
   std::lock_guard lock(mutex_);
+  ReturnSlotLocked();
+}
+
+void Scheduler::ReturnSlotLocked() {
   ++slots_free_;
   if (!on_slot_.empty()) {
     // The oldest, taken off the queue so the next slot wakes the next one;

@@ -60,9 +60,11 @@ class Executor {
   // Asks the scheduler whether the item may start. On true it holds its
   // reach on the other nodes it works on until ReleaseReach; on false it is
   // blocked (and reported so) and holds nothing.
-  bool WaitToStart(PlanItem& item);
+  bool WaitToStart(PlanItem& item, bool& holds_slot);
   [[nodiscard]] std::vector<std::string> ReachedNodes(const PlanItem& item) const;
-  bool RunItem(const Node& node, PlanItem& item, bool& reboot_pending);
+  // Runs `item` in a concurrency slot, taking one unless `holds_slot` says
+  // the walker holds one already (it keeps it for the node's next item).
+  bool RunItem(const Node& node, PlanItem& item, bool& reboot_pending, bool& holds_slot);
   bool RebootAndVerify(const Node& node, std::vector<std::size_t>& awaiting_verify);
   // After the reboot command: true once the node answers with a fresh /run;
   // false on the timeout, a host key or login refused, or an interrupt, with

@@ -78,10 +78,18 @@ class Scheduler {
   // those nodes up until ReleaseReach; otherwise it holds nothing, and the
   // caller reports the item dead with Settle.
   Admission WaitToStart(std::size_t item, const std::vector<std::string>& reached);
+  // The same for a walker that may hold a concurrency slot (`holds_slot`):
+  // if the item must wait, the slot goes back first, so that no walker sits
+  // on a slot while it waits (it could be waiting for a walker that needs
+  // one). `holds_slot` then says whether it still holds it.
+  Admission WaitToStart(std::size_t item, const std::vector<std::string>& reached,
+                        bool& holds_slot);
   void ReleaseReach(std::size_t item);
 
-  // A concurrency slot, for the time a change and its verification run.
-  // False: the run is stopping and nothing was taken.
+  // A concurrency slot: a node being worked on. A walker keeps its slot
+  // while its node's next item can start at once, and gives it back to
+  // wait (for another item, or a reboot). False: the run is stopping and
+  // nothing was taken. Slots go to waiters oldest first.
   bool TakeSlot();
   void ReturnSlot();
 
@@ -125,6 +133,7 @@ class Scheduler {
   void WakeItem(std::size_t item);
   void WakeNode(const std::string& node);
   void WakeAll();
+  void ReturnSlotLocked();
   // Under the lock: true once waiting for `item` is over, with `admission`
   // saying how it ended; false while it must go on waiting, with `waiter`
   // naming the item or node it waits for.
