@@ -38,6 +38,9 @@ std::string UnknownOptionHint(CLI::App& app) {
   for (CLI::App* sub : app.get_subcommands()) {
     command = sub;
   }
+  if (command->get_prefix_command()) {
+    return "";  // `gpuctl lab`: what follows is the lab script's
+  }
   std::vector<std::string> known;
   for (const CLI::App* scope : std::vector<const CLI::App*>{command, &app}) {
     for (const CLI::Option* option : scope->get_options()) {

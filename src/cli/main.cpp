@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include "cli/commands.h"
@@ -45,6 +46,12 @@ int main(int argc, char** argv) {
     logger->set_pattern("%H:%M:%S.%e gpuctl[%t] %l: %v");
     logger->set_level(global.verbosity >= 2 ? spdlog::level::debug : spdlog::level::warn);
     spdlog::set_default_logger(logger);
+    // For the test that runs every example command in README and docs/
+    // (docs_examples_test): the command line parses, and nothing runs.
+    if (const char* parse_only = std::getenv("GPUCTL_PARSE_ONLY");
+        parse_only != nullptr && *parse_only != '\0') {
+      throw CLI::Success();
+    }
   });
   try {
     app.parse(argc, argv);
@@ -63,6 +70,9 @@ int main(int argc, char** argv) {
                   << "; commands: " << gpuctl::Join(commands) << "\n";
         return gpuctl::cli::kExitError;
       }
+    }
+    if (e.get_exit_code() == 0) {
+      return app.exit(e);  // --help, --version, a parse-only run
     }
     // `gpuctl plan --hide-okk`: name the option that was meant.
     if (const std::string hint = gpuctl::cli::UnknownOptionHint(app); !hint.empty()) {
