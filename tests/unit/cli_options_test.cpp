@@ -101,5 +101,18 @@ TEST(CliOptions, AMistypedOptionNamesTheOneMeant) {
       << far.out;
 }
 
+TEST(CliOptions, ValidateSpeaksJsonWithItsFormatAndEachDiagnostic) {
+  const CliRun good = Gpuctl("validate -o json " + kInventory);
+  EXPECT_EQ(good.status, 0) << good.out;
+  EXPECT_NE(good.out.find("\"format\": \"gpuctl.validate/v1\""), std::string::npos) << good.out;
+  EXPECT_NE(good.out.find("\"valid\": true"), std::string::npos) << good.out;
+  const CliRun bad = Gpuctl("-o json validate /dev/null");
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_NE(bad.out.find("\"valid\": false"), std::string::npos) << bad.out;
+  EXPECT_NE(bad.out.find("\"message\": \"not a regular file (a character device)\""),
+            std::string::npos)
+      << bad.out;
+}
+
 }  // namespace
 }  // namespace gpuctl
