@@ -81,9 +81,10 @@ nlohmann::json CheckToJson(const CheckReport& report) {
   for (const auto& [node, why] : report.unreachable) {
     unreachable[node] = ValidUtf8(why);
   }
-  nlohmann::json doc = {{"cluster", report.cluster}, {"matches", report.Matches()},
-                        {"checked", report.checked}, {"ok", report.ok},
-                        {"mismatches", mismatches},  {"unreachable", unreachable}};
+  nlohmann::json doc = {
+      {"format", "gpuctl.check/v1"}, {"cluster", report.cluster}, {"matches", report.Matches()},
+      {"checked", report.checked},   {"ok", report.ok},           {"mismatches", mismatches},
+      {"unreachable", unreachable}};
   if (report.deep) {
     nlohmann::json validations = nlohmann::json::array();
     for (const auto& v : report.validations) {

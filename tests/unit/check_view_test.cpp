@@ -51,7 +51,7 @@ TEST_F(CheckViewTest, AMatchingClusterPrintsOnlyTheSummary) {
   EXPECT_EQ(RenderCheckText(report),
             "\nCheck: 3 nodes, 5 of 5 checks pass, 0 mismatches, 0 unreachable\n");
   EXPECT_EQ(CheckToJson(report), nlohmann::json::parse(R"({
-    "cluster": "test", "matches": true, "checked": 5, "ok": 5,
+    "format": "gpuctl.check/v1", "cluster": "test", "matches": true, "checked": 5, "ok": 5,
     "mismatches": [], "unreachable": {}})"))
       << "no \"validations\" without --deep";
 }
