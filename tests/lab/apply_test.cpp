@@ -185,6 +185,8 @@ TEST_F(ApplyLabTest, AStaleLockNeedsBreakLock) {
   EXPECT_NE(refused.out.find("--break-lock"), std::string::npos) << refused.out;
   const Result broken = Gpuctl("apply --yes --break-lock {inv} --run-dir " + RunDir("broken"));
   EXPECT_EQ(broken.status, 0) << broken.out;
+  EXPECT_NE(broken.out.find("breaking lock held by: run=crashed host=elsewhere"), std::string::npos)
+      << "what --break-lock overrode is said: " << broken.out;
 }
 
 class RollingRebootLabTest : public ApplyLabTest {

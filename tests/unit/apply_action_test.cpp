@@ -237,6 +237,37 @@ TEST_F(ApplyActionTest, ANodeLockedByAnotherRunIsLeftOutNamingTheHolder) {
   EXPECT_EQ(done.count({"worker2", "k8s.join"}), 1U) << "the other nodes go on";
 }
 
+TEST_F(ApplyActionTest, NodesHeldByOneOtherRunAreSaidOnceNamingThatRunAndTheNodes) {
+  const std::string holder =
+      "run=20261124T010000Z-77\nuser=alice host=console2 pid=77 started=2026-11-24T01:00:00Z\n";
+  transport.When("worker1", "mkdir \"$d/lock\"", 1, holder);
+  transport.When("worker2", "mkdir \"$d/lock\"", 1, holder);
+  class Failures : public Reporter {
+   public:
+    void NodeFailed(const std::string& node, const std::string& error) override {
+      std::lock_guard lock(mutex_);
+      said.push_back(node + ": " + error);
+    }
+    std::mutex mutex_;
+    std::vector<std::string> said;
+  } failures;
+  ApplyAction action(spec, inventory_target, transport, failures, Settings("run1"));
+  action.Prepare();
+  action.Apply();
+  action.Finish();
+  ASSERT_EQ(failures.said.size(), 1U) << "one line for one holder";
+  EXPECT_NE(failures.said[0].find("worker1: locked by another apply (run=20261124T010000Z-77 "
+                                  "user=alice host=console2"),
+            std::string::npos)
+      << failures.said[0];
+  EXPECT_NE(failures.said[0].find("that run holds 2 nodes: worker1, worker2"), std::string::npos)
+      << failures.said[0];
+  const auto errors = action.NodeErrors();
+  EXPECT_EQ(errors.count("worker1"), 1U);
+  EXPECT_EQ(errors.count("worker2"), 1U) << "each node still fails with the holder";
+  EXPECT_EQ(action.Outcome(), "incomplete");
+}
+
 TEST_F(ApplyActionTest, ARunAfterAnInterruptedOneNamesTheStepThatOneStoppedIn) {
   {
     Journal previous((runs / "20261124T010000Z-1").string());

@@ -4,7 +4,11 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <map>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -62,22 +66,27 @@ class LockPhase : public Phase {
         r = runner.Run(Script(kTakeScript, true));
       }
       spdlog::debug("{}: lock script exited {}", node.name, r.exit_status);
+      if (r.exit_status == 0 && break_lock_) {
+        // The take script says whose lock it broke: the admin asked for it,
+        // and should see what was overridden.
+        if (const auto at = r.err.find("breaking lock held by: "); at != std::string::npos) {
+          context.reporter.Note(node.name, Flatten(r.err.substr(at)));
+        }
+      }
+      std::lock_guard lock(mutex_);
       if (r.exit_status == 0) {
-        std::lock_guard lock(mutex_);
         locked_.push_back(node.name);
         return;
       }
       const std::string holder = r.out.empty() ? r.err : r.out;
-      const std::string error =
-          r.exit_status == 1
-              ? fmt::format(
-                    "locked by another apply ({}); if that run is gone, re-run with "
-                    "--break-lock",
-                    Flatten(holder))
-              : fmt::format("cannot take the lock (exit {}): {}", r.exit_status, Flatten(r.err));
-      context.FailNode(node.name, error);
-      context.reporter.NodeFailed(node.name, error);
+      if (r.exit_status == 1) {
+        held_by_[Flatten(holder)].push_back(node.name);
+      } else {
+        other_failures_.emplace_back(node.name, fmt::format("cannot take the lock (exit {}): {}",
+                                                            r.exit_status, Flatten(r.err)));
+      }
     });
+    ReportFailures(context);
   }
 
   void CleanUp(RunContext& context) override {
@@ -102,6 +111,42 @@ class LockPhase : public Phase {
              {"GPUCTL_BREAK_LOCK", break_lock ? "1" : "0"}};
     c.timeout = std::chrono::seconds(30);
     return c;
+  }
+
+  // Nodes another run holds are said once per holder (a run that holds
+  // the whole cluster is one line, not one per node), naming the run and
+  // the nodes; each node still fails with the holder in its error.
+  void ReportFailures(RunContext& context) {
+    std::lock_guard lock(mutex_);
+    std::map<std::string, std::size_t> position;
+    for (const Node& node : context.inventory.nodes) {
+      position.emplace(node.name, position.size());
+    }
+    for (auto& [holder, nodes] : held_by_) {
+      std::sort(nodes.begin(), nodes.end(), [&](const std::string& a, const std::string& b) {
+        return position[a] < position[b];
+      });
+      const std::string error = fmt::format(
+          "locked by another apply ({}); if that run is gone, re-run with --break-lock", holder);
+      for (const std::string& node : nodes) {
+        context.FailNode(node, error);
+      }
+      std::string said = error;
+      if (nodes.size() > 1) {
+        std::string names;
+        for (const std::string& node : nodes) {
+          names += (names.empty() ? "" : ", ") + node;
+        }
+        said += fmt::format("; that run holds {} nodes: {}", nodes.size(), names);
+      }
+      context.reporter.NodeFailed(nodes.front(), said);
+    }
+    for (const auto& [node, error] : other_failures_) {
+      context.FailNode(node, error);
+      context.reporter.NodeFailed(node, error);
+    }
+    held_by_.clear();
+    other_failures_.clear();
   }
 
   // The holder line reads "user=U host=H pid=P started=T". A lock from this
@@ -144,6 +189,8 @@ class LockPhase : public Phase {
   bool break_lock_;
   std::mutex mutex_;
   std::vector<std::string> locked_;
+  std::map<std::string, std::vector<std::string>> held_by_;  // holder -> nodes, inventory order
+  std::vector<std::pair<std::string, std::string>> other_failures_;
 };
 
 }  // namespace
