@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 namespace gpuctl {
@@ -112,6 +114,30 @@ TEST(CliOptions, ValidateSpeaksJsonWithItsFormatAndEachDiagnostic) {
   EXPECT_NE(bad.out.find("\"message\": \"not a regular file (a character device)\""),
             std::string::npos)
       << bad.out;
+}
+
+TEST(CliOptions, ValidateRefusesAnIdentityFileThatIsNotThere) {
+  const std::string dir = ::testing::TempDir();
+  const auto with_key = [&](const std::string& name, const std::string& key) {
+    std::ifstream in(kInventory);
+    std::stringstream read;
+    read << in.rdbuf();
+    std::string text = read.str();
+    // mixed.yaml has an ssh block: the key goes first in it.
+    const auto at = text.find("\nssh:\n");
+    text.insert(at + 6, "  identity_file: " + key + "\n");
+    const std::string path = dir + "/" + name;
+    std::ofstream(path) << text;
+    return path;
+  };
+  const CliRun missing = Gpuctl("validate " + with_key("missing-key.yaml", "/nonexistent/id_x"));
+  EXPECT_EQ(missing.status, 1) << missing.out;
+  EXPECT_NE(missing.out.find("error: ssh.identity_file /nonexistent/id_x"), std::string::npos)
+      << missing.out;
+  EXPECT_NE(missing.out.find("no such file"), std::string::npos) << missing.out;
+  // Any readable file passes (validate does not parse the key).
+  const CliRun present = Gpuctl("validate " + with_key("present-key.yaml", kInventory));
+  EXPECT_EQ(present.status, 0) << present.out;
 }
 
 }  // namespace
