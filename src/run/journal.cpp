@@ -12,6 +12,7 @@
 
 #include "gpuctl/run/script_runner.h"
 #include "gpuctl/util/input_file.h"
+#include "gpuctl/util/json_line.h"
 #include "gpuctl/util/shell_quote.h"
 #include "gpuctl/util/version.h"
 
@@ -31,59 +32,13 @@ std::string Now() {
   return cached;
 }
 
-// A journal line, built field by field. Events carry what nodes printed,
-// which may be any bytes; JSON holds only UTF-8, and a strict dump would
-// throw mid-run, so a value that is not plain printable ASCII is escaped by
-// nlohmann::json with invalid bytes replaced. Plain values (names, states,
-// most output) are copied as they are: building a JSON object per event
-// was a fifth of a large apply's time.
-class Line {
- public:
-  Line(const char* kind, const std::string& node) {
-    Text("time", Now());
-    Text("event", kind);
-    Text("node", node);
-  }
-  Line& Text(const char* key, std::string_view value) {
-    Key(key);
-    const bool plain = std::all_of(value.begin(), value.end(), [](char c) {
-      return c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
-    });
-    if (plain) {
-      line_ += '"';
-      line_ += value;
-      line_ += '"';
-    } else {
-      line_ += nlohmann::json(std::string(value))
-                   .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    }
-    return *this;
-  }
-  Line& Number(const char* key, long long value) {
-    Key(key);
-    line_ += std::to_string(value);
-    return *this;
-  }
-  Line& Real(const char* key, double value) {
-    Key(key);
-    line_ += nlohmann::json(value).dump();
-    return *this;
-  }
-  Line& Flag(const char* key, bool value) {
-    Key(key);
-    line_ += value ? "true" : "false";
-    return *this;
-  }
-  [[nodiscard]] std::string str() const { return line_ + '}'; }
-
- private:
-  void Key(const char* key) {
-    line_ += line_.empty() ? "{\"" : ",\"";
-    line_ += key;
-    line_ += "\":";
-  }
-  std::string line_;
-};
+// A journal line: time, event and node first, then the event's fields
+// (json_line.h says why lines are not built as JSON objects).
+JsonLine Line(const char* kind, const std::string& node) {
+  JsonLine line;
+  line.Text("time", Now()).Text("event", kind).Text("node", node);
+  return line;
+}
 
 // The string at `key` of an event read back; "" when the line is not an
 // object or the field is absent or not a string (a damaged line).
