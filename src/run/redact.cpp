@@ -1,6 +1,8 @@
 #include "gpuctl/run/redact.h"
 
 #include <algorithm>
+#include <mutex>
+#include <shared_mutex>
 
 namespace gpuctl {
 
@@ -19,7 +21,7 @@ void Redactor::Add(const std::string& secret) {
 
 std::string Redactor::Apply(std::string text) const {
   static const std::string kMask = "<redacted>";
-  std::lock_guard lock(mutex_);
+  std::shared_lock lock(mutex_);
   for (const auto& secret : secrets_) {
     for (std::size_t pos = text.find(secret); pos != std::string::npos;
          pos = text.find(secret, pos + kMask.size())) {

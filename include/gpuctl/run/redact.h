@@ -4,6 +4,7 @@
 #pragma once
 
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -17,7 +18,9 @@ class Redactor {
   [[nodiscard]] std::string Apply(std::string text) const;
 
  private:
-  mutable std::mutex mutex_;
+  // Shared: every command's script and output pass through Apply, from every
+  // node's thread; only Add writes.
+  mutable std::shared_mutex mutex_;
   std::vector<std::string> secrets_;
 };
 
