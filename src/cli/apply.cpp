@@ -26,6 +26,7 @@ struct ApplyCliOptions {
   int reboot_timeout_s = 600;  // ApplyOptions says why
   bool break_lock = false;
   std::string run_dir;
+  bool show_ok = false;  // what is already true is not listed unless asked
 };
 
 bool Confirm() {
@@ -73,6 +74,8 @@ int RunApply(const ApplyCliOptions& options, const GlobalOptions& global) {
   ApplyAction action(*spec, *target, *transport, progress, settings);
   TextOptions text;
   text.color = !global.no_color && isatty(STDOUT_FILENO) != 0;
+  text.show_ok = options.show_ok;
+  const auto started = std::chrono::steady_clock::now();
 
   bool refused = false;
   const ApplyAction::Prepared& prepared = action.Prepare();
@@ -98,8 +101,14 @@ int RunApply(const ApplyCliOptions& options, const GlobalOptions& global) {
 
   const auto errors = action.NodeErrors();
   if (action.applied()) {
+    // What the run did (what was already true stays hidden unless
+    // --show-ok), then a line per node and how long it took.
     std::cout << "\n";
     WritePlanText(std::cout, action.plan(), spec->inventory, errors, text);
+    std::cout << RecapText(
+        action.plan(), spec->inventory, errors,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
+        action.Outcome());
   }
   if (interrupted.load()) {
     std::cout << InterruptedMessage();
@@ -139,6 +148,11 @@ void SetApplyCommand(CLI::App& app, const GlobalOptions& global, int& exit_code)
                   "Seconds to wait for a rebooted node to answer SSH again")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  cmd->add_flag("--show-ok", options->show_ok,
+                "List the steps that are already true too (hidden by default)");
+  cmd->add_flag(
+      "--hide-ok", [options](std::int64_t) { options->show_ok = false; },
+      "List only what changes (the default)");
   cmd->add_flag("--break-lock", options->break_lock,
                 "Take the node locks even if another run holds them (only if that run is gone)");
   cmd->add_option("--run-dir", options->run_dir,

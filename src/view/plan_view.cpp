@@ -1,12 +1,14 @@
 #include "gpuctl/view/plan_view.h"
 
 #include <sstream>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "gpuctl/util/json_line.h"
 #include "gpuctl/util/utf8.h"
 #include "gpuctl/util/version.h"
+#include "gpuctl/view/node_names.h"
 
 namespace gpuctl {
 namespace {
@@ -60,18 +62,17 @@ std::string FirstLine(const std::string& text) { return text.substr(0, text.find
 void WritePlanText(std::ostream& stream, const Plan& plan, const Inventory& inventory,
                    const std::map<std::string, std::string>& node_errors,
                    const TextOptions& options) {
-  std::string out;
   auto paint = [&](const char* color, const std::string& text) {
     return options.color ? fmt::format("\x1b[{}m{}\x1b[0m", color, text) : text;
   };
-  for (const auto& node : inventory.nodes) {
-    // A node at a time: a large plan is never held whole as text.
-    stream << out;
-    out.clear();
-    out += fmt::format("{}  {}  {}  [{}]\n", paint("1", node.name), node.address, node.os.Name(),
-                       Roles(node));
+  // A node's lines below its header, its own name written as <node>: nodes
+  // side by side in the inventory whose lines are the same are shown once,
+  // under "worker[01-18] (18 identical)". Only neighbours fold, so the text
+  // still goes out a group at a time and is never held whole.
+  const auto body_of = [&](const Node& node) {
+    std::string body;
     if (auto it = node_errors.find(node.name); it != node_errors.end()) {
-      out += fmt::format("  {} {}\n", paint("31", "!"), FirstLine(it->second));
+      body += fmt::format("  {} {}\n", paint("31", "!"), FirstLine(it->second));
     }
     for (const std::size_t id : plan.ItemsOf(node.name)) {
       const PlanItem& item = plan.items()[id];
@@ -90,12 +91,46 @@ void WritePlanText(std::ostream& stream, const Plan& plan, const Inventory& inve
       const bool pending =
           item.state == ItemState::kNeedsChange || item.state == ItemState::kKnownAfterApply;
       const std::string reboots = pending && item.reboot ? paint("1;33", " [reboots]") : "";
-      out += fmt::format("  {} {:<30} {}{}{}\n", paint(m.color, m.symbol), item.step, m.words,
-                         reboots, why.empty() ? "" : ": " + why);
+      body += fmt::format("  {} {:<30} {}{}{}\n", paint(m.color, m.symbol), item.step, m.words,
+                          reboots, why.empty() ? "" : ": " + why);
     }
+    return WithoutName(body, node.name, "<node>");
+  };
+  std::vector<const Node*> group;
+  std::string group_body;
+  const auto flush = [&] {
+    if (group.empty()) {
+      return;
+    }
+    const Node& first = *group.front();
+    if (group.size() == 1) {
+      stream << fmt::format("{}  {}  {}  [{}]\n", paint("1", first.name), first.address,
+                            first.os.Name(), Roles(first))
+             << WithoutName(group_body, "<node>", first.name);
+    } else {
+      std::vector<std::string> names;
+      for (const Node* node : group) {
+        names.push_back(node->name);
+      }
+      stream << fmt::format("{} ({} identical)  {}  [{}]\n", paint("1", CompressNodeNames(names)),
+                            group.size(), first.os.Name(), Roles(first))
+             << group_body;
+    }
+    group.clear();
+  };
+  for (const auto& node : inventory.nodes) {
+    std::string body = body_of(node);
+    const bool same = !group.empty() && body == group_body &&
+                      node.os.Name() == group.front()->os.Name() &&
+                      Roles(node) == Roles(*group.front());
+    if (!same) {
+      flush();
+      group_body = std::move(body);
+    }
+    group.push_back(&node);
   }
-  out += "\nPlan: " + plan.Summarize().Line() + "\n";
-  stream << out;
+  flush();
+  stream << "\nPlan: " + plan.Summarize().Line() + "\n";
 }
 
 std::string RenderPlanText(const Plan& plan, const Inventory& inventory,

@@ -2,7 +2,9 @@
 // and the CLI tests read them.
 #include "gpuctl/view/apply_view.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include "cluster_builder.h"
 
 namespace gpuctl {
 namespace {
@@ -61,6 +63,40 @@ TEST(ApplyViewTest, TheEndOfARunSaysWhatHappenedAndWhereTheJournalIs) {
             "the rest did not start. Run apply again to continue.\n");
   EXPECT_EQ(JournalLine("/var/state/gpuctl/lab/runs/20260101T000000Z-42"),
             "Journal: /var/state/gpuctl/lab/runs/20260101T000000Z-42/journal.jsonl\n");
+}
+
+TEST(ApplyRecap, ALinePerNodeFoldedThenHowLongTheRunTook) {
+  std::vector<Node> nodes = {testing::MakeNode("master1", Role::kMaster)};
+  for (int i = 1; i <= 18; ++i) {
+    nodes.push_back(testing::MakeNode(fmt::format("gpu{:02}", i), Role::kWorker));
+  }
+  const Inventory inventory = testing::MakeInventory(nodes);
+  Step driver = testing::MakeStep("gpu.driver", {Role::kWorker});
+  driver.reboot = true;
+  const Catalog catalog =
+      Catalog::FromSteps({testing::MakeStep("os.time", {Role::kMaster, Role::kWorker}), driver});
+  Plan plan = Plan::Build(inventory, catalog);
+  for (auto& item : plan.items()) {
+    item.state = ItemState::kApplied;
+  }
+  plan.Find("master1", "os.time")->state = ItemState::kSatisfied;
+  plan.Find("gpu07", "gpu.driver")->state = ItemState::kFailed;
+  const std::string recap = RecapText(plan, inventory, {}, 255.2, "failed");
+  // Names padded to the longest, "gpu[08-18] (11 identical)".
+  EXPECT_NE(recap.find("  master1                    ok=1 changed=0 failed=0 blocked=0\n"),
+            std::string::npos)
+      << recap;
+  EXPECT_NE(recap.find("gpu[01-06] (6 identical)   ok=0 changed=2 failed=0 blocked=0 rebooted\n"),
+            std::string::npos)
+      << recap;
+  EXPECT_NE(recap.find("gpu07 "), std::string::npos) << recap;
+  EXPECT_NE(recap.find("ok=0 changed=1 failed=1 blocked=0\n"), std::string::npos) << recap;
+  EXPECT_NE(recap.find("gpu[08-18] (11 identical)"), std::string::npos) << recap;
+  EXPECT_NE(recap.find("Apply failed after 4m15s: 35 changed, 1 failed, 0 blocked on 19 nodes."),
+            std::string::npos)
+      << recap;
+  EXPECT_NE(RecapText(plan, inventory, {}, 3.25, "applied").find("Apply complete in 3.2s"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -155,5 +155,38 @@ TEST(PlanViewNotice, ASavedPlanSaysWhereAndHowToApplyExactlyIt) {
             "Saved the plan to /tmp/p.json; `gpuctl apply /tmp/p.json` applies exactly this.\n");
 }
 
+TEST(PlanViewFold, IdenticalNeighboursArePrintedOnceUnderTheirNames) {
+  std::vector<Node> nodes = {MakeNode("master1", Role::kMaster)};
+  for (int i = 1; i <= 20; ++i) {
+    nodes.push_back(MakeNode(fmt::format("gpu{:02}", i), Role::kWorker));
+  }
+  const Inventory inventory = MakeInventory(nodes);
+  const Catalog catalog = Catalog::FromSteps({MakeStep("os.time", {Role::kMaster, Role::kWorker}),
+                                              MakeStep("os.hostname", {Role::kWorker})});
+  Plan plan = Plan::Build(inventory, catalog);
+  for (int i = 1; i <= 20; ++i) {
+    const std::string name = fmt::format("gpu{:02}", i);
+    plan.Find(name, "os.time")->state = ItemState::kNeedsChange;
+    plan.Find(name, "os.time")->observed = "chrony is not installed";
+    plan.Find(name, "os.hostname")->state = ItemState::kNeedsChange;
+    plan.Find(name, "os.hostname")->observed = "hostname is localhost, want " + name;
+  }
+  // gpu07 differs: it already has chrony.
+  plan.Find("gpu07", "os.time")->state = ItemState::kSatisfied;
+  const std::string text = RenderPlanText(plan, inventory, {}, {});
+  EXPECT_NE(text.find("gpu[01-06] (6 identical)"), std::string::npos) << text;
+  EXPECT_NE(text.find("gpu[08-20] (13 identical)"), std::string::npos) << text;
+  EXPECT_NE(text.find("want <node>"), std::string::npos) << text;
+  // gpu07 stands alone, with its address and its own name in its lines.
+  EXPECT_NE(text.find("gpu07  "), std::string::npos) << text;
+  EXPECT_NE(text.find("want gpu07"), std::string::npos) << text;
+  std::size_t count = 0;
+  for (auto at = text.find("chrony is not installed"); at != std::string::npos;
+       at = text.find("chrony is not installed", at + 1)) {
+    ++count;
+  }
+  EXPECT_EQ(count, 2U) << "once per group, not once per node: " << text;
+}
+
 }  // namespace
 }  // namespace gpuctl

@@ -5,8 +5,12 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <string>
 #include <vector>
+
+#include "gpuctl/model/inventory.h"
+#include "gpuctl/model/plan.h"
 
 namespace gpuctl {
 
@@ -37,6 +41,14 @@ std::string CancelledMessage();
 
 // After Ctrl-C: what finished, what did not, and how to go on.
 std::string InterruptedMessage();
+
+// After a run: a line per node, identical neighbours folded
+// ("gpu[01-18] (18 identical)  ok=20 changed=5 failed=0 blocked=0 rebooted"),
+// then "Apply complete in 4m15s: ..." or how the run ended otherwise
+// (`outcome` as ApplyAction::Outcome says it).
+std::string RecapText(const Plan& plan, const Inventory& inventory,
+                      const std::map<std::string, std::string>& node_errors, double seconds,
+                      const std::string& outcome);
 
 // The last line of every run: where its journal is.
 std::string JournalLine(const std::string& run_dir);
