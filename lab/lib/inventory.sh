@@ -90,3 +90,21 @@ EOF
   } >"$LAB_STATE/inventory.yaml.tmp"
   mv -f "$LAB_STATE/inventory.yaml.tmp" "$LAB_STATE/inventory.yaml"
 }
+
+# up --from INVENTORY: a lab that mirrors a site's inventory (docs/lab.md,
+# "A lab from your own inventory"); the YAML work is lab/lib/from-inventory.py
+# (python3-yaml).
+
+# from_table INVENTORY [NET]: the node table for the inventory's nodes.
+from_table() {
+  /usr/bin/python3 "$LAB_LIB/from-inventory.py" table "$1" "${2:-$(lab_net)}"
+}
+
+# from_write INVENTORY: STATE/inventory.yaml (the site's inventory with the
+# lab's addresses, ssh and package sources) and STATE/address-map.tsv.
+from_write() {
+  /usr/bin/python3 "$LAB_LIB/from-inventory.py" write "$1" "$LAB_STATE" "$(lab_net)" \
+    "$(inventory_sources)" || die "up --from: could not write the lab's inventory"
+  mv -f "$LAB_STATE/address-map.tsv.tmp" "$LAB_STATE/address-map.tsv"
+  mv -f "$LAB_STATE/inventory.yaml.tmp" "$LAB_STATE/inventory.yaml"
+}

@@ -220,9 +220,10 @@ host_limits() {
 
 cmd_up() {
   local profile=seed nodes="" rocky=0 timeout="" parallel=${GPUCTL_LAB_PARALLEL:-6} faults=()
-  local sudo_users=0
+  local sudo_users=0 from=""
   while (($#)); do
     case $1 in
+      --from) from=${2:?--from wants an inventory file}; shift ;;
       --profile) profile=$2; shift ;;
       --nodes) nodes=$2; shift ;;
       --rocky) rocky=$2; shift ;;
@@ -234,6 +235,15 @@ cmd_up() {
     esac
     shift
   done
+  if [ -n "$from" ]; then
+    if [ -n "$nodes" ] || [ "$profile" != seed ] || ((sudo_users)); then
+      die "up: --from takes the nodes from the inventory (no --profile, --nodes or --sudo-users)"
+    fi
+    [ -r "$from" ] || die "up --from: cannot read $from"
+    from=$(realpath "$from")
+    # Refuse what the lab cannot build before touching anything.
+    from_table "$from" 198.18.255 >/dev/null || exit 1
+  fi
   need_root
   need_tools ip unshare nsenter setpriv pivot_root flock ssh-keygen ssh-keyscan sshd \
     createrepo_c /usr/bin/python3 nginx gpg
@@ -249,7 +259,13 @@ cmd_up() {
     ssh-keygen -q -t ed25519 -N '' -C "gpuctl-lab-$LAB_NAME" -f "$LAB_STATE/ssh/id_ed25519"
   fi
 
-  table=$(profile_table "$profile" "$nodes" "$rocky" | apply_faults "${faults[@]}")
+  if [ -n "$from" ]; then
+    # The site's nodes (lab/lib/from-inventory.py); fails naming a node whose
+    # OS the lab cannot build.
+    table=$(from_table "$from" | apply_faults "${faults[@]}")
+  else
+    table=$(profile_table "$profile" "$nodes" "$rocky" | apply_faults "${faults[@]}")
+  fi
   # A different layout than the disks were made for: start from clean disks.
   if [ -f "$LAB_TABLE" ] && [ "$(cut -f1-8 "$LAB_TABLE")" != "$(cut -f1-8 <<<"$table")" ]; then
     log "layout changed since the last up: new disks for every node"
@@ -262,6 +278,7 @@ cmd_up() {
   users_plan "$sudo_users" # STATE/users.tsv: who logs in where (users.sh)
   echo "$profile" >"$LAB_STATE/profile"
   [ -n "$nodes" ] && echo "nodes $nodes" >"$LAB_STATE/profile"
+  [ -n "$from" ] && echo "from $from" >"$LAB_STATE/profile"
   repo_ensure
 
   n=$(wc -l <"$LAB_TABLE")
@@ -283,7 +300,12 @@ cmd_up() {
   done <"$LAB_TABLE"
   write_known_hosts
   write_ssh_config
-  write_inventory "$profile"
+  if [ -n "$from" ]; then
+    from_write "$from" # inventory.yaml and address-map.tsv (inventory.sh)
+  else
+    rm -f "$LAB_STATE/address-map.tsv"
+    write_inventory "$profile"
+  fi
   local t1 t2
   t1=$(now_ms)
   # shellcheck disable=SC2046  # node names have no spaces
@@ -298,4 +320,5 @@ cmd_up() {
   echo "$((t2 - t0))" >"$LAB_STATE/bringup_ms"
   printf 'inventory:   %s\nssh:         ssh -F %s NODE\n' "$LAB_STATE/inventory.yaml" \
     "$LAB_STATE/ssh_config"
+  [ -z "$from" ] || printf 'address map: %s\n' "$LAB_STATE/address-map.tsv"
 }
