@@ -35,8 +35,9 @@ namespace {
 // field that would break the format.
 bool IsMultiLine(const std::string& name) {
   static const std::set<std::string> kNames = {
-      "gpu_counts", "gpu_nodes",        "gpu_workers", "hosts",           "nfs_exports",
-      "nfs_mounts", "registry_mirrors", "slurm_nodes", "slurm_partitions"};
+      "gpu_counts",       "gpu_nodes",    "gpu_workers",      "hosts",
+      "nfs_exports",      "nfs_mounts",   "registry_mirrors", "slurm_nodes",
+      "slurm_partitions", "ssh_host_keys"};
   return kNames.count(name) > 0 || name.rfind("repo_", 0) == 0;
 }
 
@@ -206,6 +207,21 @@ std::string TrustedSources(const Inventory& inv) {
     words.push_back(Fields("trusted_sources", {inv.network.pod_cidr}));
   }
   return Join(words, " ");
+}
+
+// "name address type key" per node whose host key gpuctl's connection saw
+// (Node::host_key), in inventory order; nodes not reached are left out.
+std::string SshHostKeys(const Inventory& inv) {
+  std::vector<std::string> lines;
+  for (const auto& n : inv.nodes) {
+    const auto space = n.host_key.find(' ');
+    if (space == std::string::npos) {
+      continue;
+    }
+    lines.push_back(Fields("ssh_host_keys", {n.name, n.address, n.host_key.substr(0, space),
+                                             n.host_key.substr(space + 1)}));
+  }
+  return Join(lines, "\n");
 }
 
 // One "<name> <address>" line per node whose hardware declares GPUs, in
@@ -387,6 +403,7 @@ const std::vector<std::string>& KnownParameters() {
         "slurm_nodes",
         "slurm_partitions",
         "slurm_version",
+        "ssh_host_keys",
         "subnet",
         "trusted_sources",
         "worker_names",
@@ -446,6 +463,7 @@ ParameterTable::ParameterTable(const Inventory& inventory) : inventory_(inventor
   // node's hosts line to every node: only the change writes them.
   values["hosts_sha256"] = Sha256Hex(values.at("hosts") + "\n");
   values["trusted_sources"] = TrustedSources(inv);
+  values["ssh_host_keys"] = SshHostKeys(inv);
   AddNfs(inv, values);
   AddSlurm(inv, values);
   for (auto& [name, value] : values) {

@@ -61,4 +61,14 @@ std::map<std::string, OsRelease> RunContext::NodeOs() const {
   return node_os_;
 }
 
+void RunContext::SetNodeHostKey(const std::string& node, const std::string& key) {
+  std::lock_guard lock(mutex_);
+  node_host_keys_[node] = key;
+}
+
+std::map<std::string, std::string> RunContext::NodeHostKeys() const {
+  std::lock_guard lock(mutex_);
+  return node_host_keys_;
+}
+
 }  // namespace gpuctl

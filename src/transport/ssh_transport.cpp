@@ -434,7 +434,9 @@ void Authenticate(ssh_session session, const Endpoint& e) {
 class SshConnection : public Connection {
  public:
   SshConnection(Endpoint endpoint, SessionPtr session)
-      : endpoint_(std::move(endpoint)), session_(std::move(session)) {}
+      : endpoint_(std::move(endpoint)),
+        session_(std::move(session)),
+        host_key_(ServerKeyLine(session_.get())) {}
   ~SshConnection() override {
     ssh::SigpipeGuard guard;
     session_.reset();
@@ -457,9 +459,30 @@ class SshConnection : public Connection {
     return !lost_ && ssh_is_connected(session_.get()) != 0;
   }
 
+  [[nodiscard]] std::string HostKey() const override { return host_key_; }
+
  private:
+  // "type base64" of the key the server proved it holds, as known_hosts
+  // and authorized_keys write keys.
+  static std::string ServerKeyLine(ssh_session session) {
+    ssh_key key = nullptr;
+    if (ssh_get_server_publickey(session, &key) != SSH_OK) {
+      return "";
+    }
+    std::string line;
+    char* base64 = nullptr;
+    if (ssh_pki_export_pubkey_base64(key, &base64) == SSH_OK && base64 != nullptr) {
+      const char* type = ssh_key_type_to_char(ssh_key_type(key));
+      line = std::string(type != nullptr ? type : "") + " " + base64;
+      ssh_string_free_char(base64);
+    }
+    ssh_key_free(key);
+    return line;
+  }
+
   Endpoint endpoint_;
   SessionPtr session_;
+  std::string host_key_;
   bool lost_ = false;
 };
 

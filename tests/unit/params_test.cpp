@@ -47,7 +47,7 @@ nodes:
 TEST(Params, KnownParametersAreSortedAndComplete) {
   const auto& names = KnownParameters();
   EXPECT_TRUE(std::is_sorted(names.begin(), names.end()));
-  EXPECT_EQ(names.size(), 56U);
+  EXPECT_EQ(names.size(), 57U);
   EXPECT_TRUE(IsKnownParameter("driver_branch"));
   EXPECT_FALSE(IsKnownParameter("driver"));
   // Every known name has a value, and nothing else does.
@@ -117,6 +117,16 @@ TEST(Params, ClusterValues) {
   EXPECT_EQ(v.at("disable_firewall"), "true");
   EXPECT_EQ(v.at("disable_selinux"), "false");
   EXPECT_EQ(v.at("docker"), "false");
+}
+
+TEST(Params, SshHostKeysListTheNodesGpuctlReachedWithTheirVerifiedKeys) {
+  Inventory inv = Load(kCluster);
+  EXPECT_EQ(ParameterValues(inv, inv.nodes[0]).at("ssh_host_keys"), "") << "before any connection";
+  inv.nodes[0].host_key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMaster";
+  inv.nodes[2].host_key = "ecdsa-sha2-nistp256 AAAAE2VjZHNhW2";
+  EXPECT_EQ(ParameterValues(inv, inv.nodes[1]).at("ssh_host_keys"),
+            "m1 198.18.0.10 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMaster\n"
+            "w2 198.18.0.12 ecdsa-sha2-nistp256 AAAAE2VjZHNhW2");
 }
 
 TEST(Params, GpuWorkersListsWorkersWithGpusAndTheirIbPorts) {

@@ -98,6 +98,30 @@ TEST_F(OsStepsTest, SysctlNeedsTheFileAndLiveForwarding) {
             std::string::npos);
 }
 
+TEST_F(OsStepsTest, KnownHostsComparesWithTheKeysGpuctlVerifiedWithoutScanning) {
+  // Every node's key as gpuctl's connections saw it: nothing to scan, so a
+  // keyscan here would be a bug (it fails loudly).
+  h.StubOutput("ssh-keyscan", "", 99);
+  std::string keys;
+  std::string known;
+  for (const auto& node : h.inventory().nodes) {
+    const std::string key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKeyOf" + node.name;
+    keys += node.name + " " + node.address + " " + key + "\n";
+    known += node.name + "," + node.address + " " + key + "\n";
+  }
+  h.SetEnv("GPUCTL_SSH_HOST_KEYS", keys);
+  h.File("/root/.ssh/known_hosts", "# kept\n" + known);
+  const auto ok = h.Probe("os.ssh-known-hosts", "master1");
+  EXPECT_EQ(ok.status, 0) << ok.out;
+  // One node reinstalled: its key moved; only it is named.
+  h.File("/root/.ssh/known_hosts", known.substr(0, known.find("KeyOfmaster1")) + "KeyOfOldMaster1" +
+                                       known.substr(known.find("KeyOfmaster1") + 12));
+  const auto stale = h.Probe("os.ssh-known-hosts", "master1");
+  EXPECT_EQ(stale.status, 1);
+  EXPECT_NE(stale.out.find("lacks the current host key of: master1\n"), std::string::npos)
+      << stale.out;
+}
+
 TEST_F(OsStepsTest, KnownHostsNeedsEveryNodesCurrentKey) {
   // ssh-keyscan's real line format; the node answers with a key the
   // master's known_hosts does not hold yet.

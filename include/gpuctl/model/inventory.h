@@ -83,6 +83,11 @@ struct Node {
   SshSettings ssh;  // defaults merged with this node's overrides
   Hardware hardware;
   SourceLocation where;  // where the node was declared, for later diagnostics
+  // Not from the inventory: the node's SSH host key ("type base64") as
+  // gpuctl's own connection verified it, set when a run plans (empty
+  // before, or for a node not reached). The master's known_hosts step
+  // compares with it instead of scanning every node.
+  std::string host_key;
 
   [[nodiscard]] bool Has(Role role) const { return roles.count(role) > 0; }
   [[nodiscard]] int GpuCount() const { return hardware.gpus ? hardware.gpus->count : 0; }

@@ -72,12 +72,16 @@ class RunContext {
   // plan phase to resolve `os: auto` with.
   void SetNodeOs(const std::string& node, const OsRelease& os);
   [[nodiscard]] std::map<std::string, OsRelease> NodeOs() const;
+  // Each node's host key as its connection verified it (Connection::HostKey).
+  void SetNodeHostKey(const std::string& node, const std::string& key);
+  [[nodiscard]] std::map<std::string, std::string> NodeHostKeys() const;
 
  private:
   mutable std::mutex mutex_;
   std::map<std::string, std::unique_ptr<Connection>> connections_;
   std::map<std::string, std::string> node_errors_;
   std::map<std::string, OsRelease> node_os_;
+  std::map<std::string, std::string> node_host_keys_;
 };
 
 }  // namespace gpuctl

@@ -102,6 +102,9 @@ class Connection {
   virtual ~Connection() = default;
   virtual CommandResult Run(const Command& command) = 0;
   [[nodiscard]] virtual bool Alive() const = 0;
+  // The node's host key as this connection verified it ("ssh-ed25519
+  // AAAA..."), or "" where the transport has none to tell.
+  [[nodiscard]] virtual std::string HostKey() const { return ""; }
 };
 
 class Transport {

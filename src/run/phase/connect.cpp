@@ -67,7 +67,9 @@ class ConnectPhase : public Phase {
       context.redactor.Add(endpoint.become_password);
       const auto start = std::chrono::steady_clock::now();
       try {
-        context.SetConnection(node.name, context.transport.Connect(endpoint));
+        auto connection = context.transport.Connect(endpoint);
+        context.SetNodeHostKey(node.name, connection->HostKey());
+        context.SetConnection(node.name, std::move(connection));
         context.reporter.NodeConnected(node.name,
                                        std::chrono::duration_cast<std::chrono::milliseconds>(
                                            std::chrono::steady_clock::now() - start));

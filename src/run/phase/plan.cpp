@@ -18,9 +18,13 @@ class PlanPhase : public Phase {
       throw std::logic_error("the plan phase must resolve the inventory the run reads");
     }
     const auto reported = context.NodeOs();
+    const auto host_keys = context.NodeHostKeys();
     for (Node& node : inventory_.nodes) {
       if (auto it = reported.find(node.name); node.os.IsAuto() && it != reported.end()) {
         node.os = it->second;
+      }
+      if (auto it = host_keys.find(node.name); it != host_keys.end()) {
+        node.host_key = it->second;
       }
     }
     context.plan = Plan::Build(inventory_, context.catalog, scope_);
