@@ -50,12 +50,16 @@ def load(path):
 
 
 def merge(base, over):
-    """node_defaults under a node: mappings merge key by key, the node wins."""
-    out = copy.deepcopy(base)
+    """node_defaults under a node: mappings merge key by key, the node wins
+    (an empty mapping too: `hardware: {}` means none); the node's keys first."""
+    out = {}
     for k, v in over.items():
-        if isinstance(v, dict) and isinstance(out.get(k), dict):
-            out[k] = merge(out[k], v)
+        if isinstance(v, dict) and v and isinstance(base.get(k), dict):
+            out[k] = merge(base[k], v)
         else:
+            out[k] = copy.deepcopy(v)
+    for k, v in base.items():
+        if k not in out:
             out[k] = copy.deepcopy(v)
     return out
 
