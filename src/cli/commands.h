@@ -33,5 +33,9 @@ void SetCatalogCommand(CLI::App& app, const GlobalOptions& global, int& exit_cod
 void SetLabCommand(CLI::App& app, int& exit_code);
 void SetRunsCommand(CLI::App& app, const GlobalOptions& global, int& exit_code);
 void SetLogsCommand(CLI::App& app, const GlobalOptions& global, int& exit_code);
+void SetInitCommand(CLI::App& app, int& exit_code);
+// Both read the whole tree: added after every other command.
+void SetCompletionCommand(CLI::App& app, const GlobalOptions& global, int& exit_code);
+void SetManCommand(CLI::App& app, int& exit_code);
 
 }  // namespace gpuctl::cli

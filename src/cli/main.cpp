@@ -38,6 +38,9 @@ int main(int argc, char** argv) {
   gpuctl::cli::SetLabCommand(app, exit_code);
   gpuctl::cli::SetRunsCommand(app, global, exit_code);
   gpuctl::cli::SetLogsCommand(app, global, exit_code);
+  gpuctl::cli::SetInitCommand(app, exit_code);
+  gpuctl::cli::SetCompletionCommand(app, global, exit_code);
+  gpuctl::cli::SetManCommand(app, exit_code);
   // gpuctl's own diagnostics (connections, retries, lock decisions) go to
   // stderr through spdlog; user-facing lines go through the Reporter. -vv
   // turns them on, so a bug report can carry them.
