@@ -1,11 +1,14 @@
 // Inventory, first pass: the schema. Each value is checked on its own here
 // (type, range, syntax); anything that needs two keys waits for the checks.
+#include <array>
 #include <cstdlib>
 #include <filesystem>
+#include <tuple>
 
 #include <fmt/format.h>
 
 #include "gpuctl/model/cuda_compat.h"
+#include "gpuctl/model/node_range.h"
 #include "gpuctl/model/repositories.h"
 #include "gpuctl/model/syntax.h"
 #include "gpuctl/util/input_file.h"
@@ -23,8 +26,8 @@ using ValueKind = std::string (*)(std::string_view);
 // caught (cert-err58-cpp).
 const std::vector<std::string>& TopKeys() {
   static const std::vector<std::string> kKeys = {
-      "cluster", "ssh",    "orchestrator", "versions", "network", "nfs",
-      "slurm",   "policy", "validation",   "nodes",    "mirrors", "repositories"};
+      "cluster", "ssh",        "orchestrator", "versions", "network",      "nfs",          "slurm",
+      "policy",  "validation", "nodes",        "mirrors",  "repositories", "node_defaults"};
   return kKeys;
 }
 const std::vector<std::string>& SshKeys() {
@@ -42,6 +45,12 @@ const std::vector<std::string>& VersionKeys() {
 const std::vector<std::string>& NodeKeys() {
   static const std::vector<std::string> kKeys = {"name",  "address", "ib_address", "os",
                                                  "roles", "ssh",     "hardware"};
+  return kKeys;
+}
+
+// What node_defaults may set: any node key but those naming one node.
+const std::vector<std::string>& DefaultKeys() {
+  static const std::vector<std::string> kKeys = {"os", "roles", "ssh", "hardware"};
   return kKeys;
 }
 
@@ -64,13 +73,18 @@ class Reader {
   void NfsBlock(MapReader& m);
   void SlurmBlock(MapReader& m);
   void NodeItem(const YAML::Node& item);
+  // The keys a node shares with node_defaults, read over what `node` holds
+  // (a key present replaces; ssh and hardware key by key).
+  void NodeFields(MapReader& m, Node& node);
+  // One name or address of a node entry, or a range of them ("gpu[01-16]");
+  // each checked by `kind`. Empty on error (reported).
+  std::vector<std::string> Names(const Scalar& v, std::string_view what, ValueKind kind);
   void HardwareBlock(MapReader& m, Hardware& hardware);
 
   // A path as the admin meant it: ~ is their home, relative is next to the
   // inventory (not wherever gpuctl happens to be run from).
   std::string ResolvePath(const std::string& text) const;
   void EnvName(MapReader& m, std::string_view key, std::string& out);
-  void Address(MapReader& m, std::string_view key, std::string& out, SourceLocation& where);
   void Cidr(MapReader& m, std::string_view key, std::string& out);
   // An absolute path on a node; `what` names it in messages. `/` itself is
   // refused where it would be the whole file system (an export, a mount point).
@@ -91,6 +105,8 @@ class Reader {
   Inventory& inv_;
   InventoryMarks& marks_;
   std::filesystem::path base_;
+  Node defaults_;               // node_defaults, over the cluster-wide ssh settings
+  bool default_roles_ = false;  // node_defaults sets roles: a node may leave them out
 };
 
 bool Reader::Valid(const Scalar& v, std::string_view what, ValueKind kind) {
@@ -140,17 +156,6 @@ void Reader::EnvName(MapReader& m, std::string_view key, std::string& out) {
     return;
   }
   out = v->text;
-}
-
-void Reader::Address(MapReader& m, std::string_view key, std::string& out, SourceLocation& where) {
-  auto v = m.String(key);
-  if (!v) {
-    return;
-  }
-  where = v->where;
-  if (Valid(*v, "address", AddressProblem)) {
-    out = v->text;
-  }
 }
 
 void Reader::Cidr(MapReader& m, std::string_view key, std::string& out) {
@@ -237,8 +242,13 @@ void Reader::Top(const YAML::Node& root) {
     m->Read("nccl_min_busbw_gbps", inv_.validation.nccl_min_busbw_gbps, 0, 100000);
     m->Read("ib_min_bw_gbps", inv_.validation.ib_min_bw_gbps, 0, 100000);
   }
-  // Nodes last: each starts from the cluster-wide ssh settings read above,
-  // wherever the ssh block sits in the file.
+  // Nodes last: each starts from node_defaults over the cluster-wide ssh
+  // settings read above, wherever those blocks sit in the file.
+  defaults_.ssh = inv_.ssh;
+  if (auto m = top.Map("node_defaults", DefaultKeys())) {
+    NodeFields(*m, defaults_);
+    default_roles_ = m->Has("roles") && !defaults_.roles.empty();
+  }
   if (auto nodes = top.List("nodes")) {
     if (nodes->size() > kMaxInventoryNodes) {
       // Not read further: checking each would cost time and memory for a
@@ -408,26 +418,31 @@ void Reader::SlurmBlock(MapReader& m) {
   }
 }
 
-void Reader::NodeItem(const YAML::Node& item) {
-  MapReader m(source_, item, NodeKeys());
-  if (!m.ok()) {
-    return;
+std::vector<std::string> Reader::Names(const Scalar& v, std::string_view what, ValueKind kind) {
+  std::vector<std::string> names;
+  if (!IsRange(v.text)) {
+    names.push_back(v.text);
+  } else {
+    std::string error;
+    auto expanded = ExpandRange(v.text, error);
+    if (!expanded) {
+      source_.Error(v.where, fmt::format("invalid {} range {}", what, error));
+      return {};
+    }
+    names = std::move(*expanded);
   }
-  // `os` may be left out: the node's own os-release decides (os: auto).
-  m.Require({"name", "address", "roles"});
-  Node node;
-  node.where = m.where();
-  node.ssh = inv_.ssh;
-  InventoryMarks::NodeMarks at;
-  if (auto name = m.String("name")) {
-    at.name = name->where;
-    // It becomes a host name (/etc/hosts, hostnamectl, Kubernetes, Slurm).
-    if (Valid(*name, "node name", HostNameProblem)) {
-      node.name = name->text;
+  for (const auto& name : names) {
+    // Each name of a range is checked as if it had been written alone (the
+    // mark is the range's).
+    if (const std::string problem = kind(name); !problem.empty()) {
+      source_.Error(v.where, fmt::format("invalid {}{}: {}", what, ShownValue(name), problem));
+      return {};
     }
   }
-  Address(m, "address", node.address, at.address);
-  Address(m, "ib_address", node.ib_address, at.ib_address);
+  return names;
+}
+
+void Reader::NodeFields(MapReader& m, Node& node) {
   if (auto os = m.String("os")) {
     if (os->text == "auto") {
       node.os = OsRelease::Auto();
@@ -442,6 +457,7 @@ void Reader::NodeItem(const YAML::Node& item) {
     }
   }
   if (auto roles = m.StringList("roles")) {
+    node.roles.clear();  // a node's own roles replace the defaults'
     const std::vector<std::string> names = {"master", "worker", "storage"};
     for (const auto& r : *roles) {
       if (auto role = ParseRole(r.text)) {
@@ -459,10 +475,78 @@ void Reader::NodeItem(const YAML::Node& item) {
     Ssh(*ssh, node.ssh);
   }
   if (auto hw = m.Map("hardware", {"gpus", "ib"})) {
+    // `hardware: {}`: none, whatever node_defaults say (as gpuctl-lab up
+    // --from reads it); otherwise key by key.
+    if (auto value = m.Value("hardware"); value && value->size() == 0) {
+      node.hardware = Hardware{};
+    }
     HardwareBlock(*hw, node.hardware);
   }
-  inv_.nodes.push_back(std::move(node));
-  marks_.nodes_at.push_back(at);
+}
+
+void Reader::NodeItem(const YAML::Node& item) {
+  MapReader m(source_, item, NodeKeys());
+  if (!m.ok()) {
+    return;
+  }
+  // `os` may be left out: the node's own os-release decides (os: auto);
+  // `roles` too when node_defaults gives them.
+  m.Require({"name", "address"});
+  if (!default_roles_) {
+    m.Require({"roles"});
+  }
+  Node node = defaults_;
+  node.where = m.where();
+  InventoryMarks::NodeMarks at;
+  // It becomes a host name (/etc/hosts, hostnamectl, Kubernetes, Slurm).
+  std::vector<std::string> names;
+  if (auto name = m.String("name")) {
+    at.name = name->where;
+    names = Names(*name, "node name", HostNameProblem);
+  }
+  std::vector<std::string> addresses;
+  std::vector<std::string> ib_addresses;
+  using Field = std::tuple<std::string_view, std::vector<std::string>*, SourceLocation*>;
+  for (const auto& [key, out, where] :
+       std::array<Field, 2>{Field{"address", &addresses, &at.address},
+                            Field{"ib_address", &ib_addresses, &at.ib_address}}) {
+    auto v = m.String(key);
+    if (!v) {
+      continue;
+    }
+    *where = v->where;
+    *out = Names(*v, "address", AddressProblem);
+    if (out->empty()) {
+      continue;
+    }
+    if (IsRange(v->text) && !names.empty() && out->size() != names.size()) {
+      source_.Error(v->where, fmt::format("{} range {} has {} addresses, but the name range has "
+                                          "{} names: each node needs one",
+                                          key, v->text, out->size(), names.size()));
+      out->clear();
+    } else if (!IsRange(v->text) && names.size() > 1) {
+      source_.Error(v->where, fmt::format("{} {} is one address for {} nodes ({} .. {}): write "
+                                          "a range of the same count, such as 10.0.1.[11-26]",
+                                          key, v->text, names.size(), names.front(), names.back()));
+      out->clear();
+    }
+  }
+  NodeFields(m, node);
+  if (names.empty()) {
+    names.emplace_back();  // the name was invalid (reported): one node, as before
+  }
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    Node one = node;
+    one.name = names[i];
+    if (i < addresses.size()) {
+      one.address = addresses[i];
+    }
+    if (i < ib_addresses.size()) {
+      one.ib_address = ib_addresses[i];
+    }
+    inv_.nodes.push_back(std::move(one));
+    marks_.nodes_at.push_back(at);
+  }
 }
 
 void Reader::HardwareBlock(MapReader& m, Hardware& hardware) {
@@ -475,6 +559,9 @@ void Reader::HardwareBlock(MapReader& m, Hardware& hardware) {
     ReadKind(*gpus, "model", "GPU model", GpuModelProblem, g.model);
     gpus->Read("count", g.count, 1, kMaxGpus);
     hardware.gpus = g;
+  }
+  if (m.Has("ib")) {
+    hardware.ib.clear();  // a node's own ports replace node_defaults'
   }
   for (const auto& item : m.List("ib").value_or(std::vector<YAML::Node>{})) {
     MapReader p(source_, item, {"device", "port", "rate"});
