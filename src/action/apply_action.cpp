@@ -129,10 +129,12 @@ const ApplyAction::Prepared& ApplyAction::Prepare() {
   pipeline_.Add(MakeConnectPhase())
       .Add(MakeIdentifyPhase())
       .Add(MakePlanPhase(spec_.inventory))
+      .Add(MakeLimitPhase(spec_.targets))
       .Add(MakeLockPhase(std::filesystem::path(run_dir_).filename().string(),
                          settings_.holder.empty() ? ThisHolder() : settings_.holder,
                          settings_.break_lock))
-      .Add(MakeProbePhase());
+      .Add(MakeProbePhase())
+      .Add(MakeLimitRefusalPhase(spec_.targets, true));
   pipeline_.Start(context_);
   if (target_.saved) {
     // An `os: auto` node reinstalled with another OS keeps the inventory's

@@ -2,11 +2,13 @@
 
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <ostream>
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
+#include "gpuctl/model/node_range.h"
 #include "gpuctl/model/yaml_source.h"
 #include "gpuctl/util/digest.h"
 #include "gpuctl/util/input_file.h"
@@ -37,7 +39,175 @@ std::optional<Spec> LoadSpec(const std::string& inventory_path, const SpecOption
     }
     catalog = std::move(selected);
   }
-  return Spec{std::move(*inventory), std::move(*catalog), Digest(*text)};
+  std::set<std::string> targets;
+  if (!options.limit.empty() || !options.exclude.empty()) {
+    std::vector<std::string> names;
+    names.reserve(inventory->nodes.size());
+    for (const auto& node : inventory->nodes) {
+      names.push_back(node.name);
+    }
+    std::string error;
+    auto selected = SelectNodes(names, options.limit, options.exclude, error);
+    if (!selected) {
+      err << "gpuctl: " << error << "; nothing was sent to any node\n";
+      return std::nullopt;
+    }
+    if (selected->size() < names.size()) {
+      targets = std::move(*selected);
+      err << fmt::format(
+          "gpuctl: limited to {} of {} nodes; others are only read where a "
+          "limited node's step needs their state\n",
+          targets.size(), names.size());
+    }
+  }
+  return Spec{std::move(*inventory), std::move(*catalog), Digest(*text), std::move(targets)};
+}
+
+Plan LimitPlan(const Plan& plan, const std::set<std::string>& targets) {
+  if (targets.empty()) {
+    return plan;
+  }
+  const auto& items = plan.items();
+  std::vector<bool> keep(items.size(), false);
+  std::vector<std::size_t> todo;
+  for (const auto& item : items) {
+    if (targets.count(item.node) > 0) {
+      todo.push_back(item.id);
+    }
+  }
+  while (!todo.empty()) {
+    const std::size_t id = todo.back();
+    todo.pop_back();
+    if (keep[id]) {
+      continue;
+    }
+    keep[id] = true;
+    for (const std::size_t dep : items[id].after) {
+      todo.push_back(dep);
+    }
+  }
+  std::vector<std::size_t> new_id(items.size(), 0);
+  std::vector<PlanItem> kept;
+  for (const auto& item : items) {
+    if (keep[item.id]) {
+      new_id[item.id] = kept.size();
+      kept.push_back(item);
+      kept.back().id = new_id[item.id];
+    }
+  }
+  for (auto& item : kept) {
+    for (auto& dep : item.after) {
+      dep = new_id[dep];  // every prerequisite of a kept item is kept
+    }
+  }
+  std::vector<std::string> nodes;
+  for (const auto& node : plan.nodes()) {
+    bool any = targets.count(node) > 0;
+    for (const std::size_t id : plan.ItemsOf(node)) {
+      any = any || keep[id];
+    }
+    if (any) {
+      nodes.push_back(node);
+    }
+  }
+  return Plan::FromItems(std::move(nodes), std::move(kept));
+}
+
+std::vector<std::string> ChangesOutsideLimit(const Plan& plan,
+                                             const std::set<std::string>& targets) {
+  std::vector<std::string> out;
+  if (targets.empty()) {
+    return out;
+  }
+  for (const auto& item : plan.items()) {
+    if (targets.count(item.node) > 0) {
+      continue;
+    }
+    if (item.state == ItemState::kNeedsChange || item.state == ItemState::kKnownAfterApply ||
+        item.state == ItemState::kUnprobed) {
+      out.push_back(item.node + " " + item.step);
+    }
+  }
+  return out;
+}
+
+std::string OutsideLimitRefusal(const Plan& plan, const std::set<std::string>& targets) {
+  const auto outside = ChangesOutsideLimit(plan, targets);
+  if (outside.empty()) {
+    return "";
+  }
+  std::string message = fmt::format(
+      "refusing: the limited nodes need {} change{} on node{} outside --limit/--exclude:",
+      outside.size(), outside.size() == 1 ? "" : "s", outside.size() == 1 ? "" : "s");
+  constexpr std::size_t kShown = 10;
+  for (std::size_t i = 0; i < outside.size() && i < kShown; ++i) {
+    message += (i == 0 ? " " : ", ") + outside[i];
+  }
+  if (outside.size() > kShown) {
+    message += fmt::format(" and {} more", outside.size() - kShown);
+  }
+  message += "; widen --limit to include them, or run without it";
+  return message;
+}
+
+namespace {
+
+class LimitPhase : public Phase {
+ public:
+  explicit LimitPhase(const std::set<std::string>& targets) : targets_(targets) {}
+  [[nodiscard]] std::string Title() const override { return "limit"; }
+  void Run(RunContext& context) override {
+    if (!targets_.empty()) {
+      context.plan = LimitPlan(context.plan, targets_);
+    }
+  }
+
+ private:
+  const std::set<std::string>& targets_;
+};
+
+class LimitRefusalPhase : public Phase {
+ public:
+  LimitRefusalPhase(const std::set<std::string>& targets, bool stop_all)
+      : targets_(targets), stop_all_(stop_all) {}
+  [[nodiscard]] std::string Title() const override { return "limit check"; }
+  void Run(RunContext& context) override {
+    const std::string refusal = OutsideLimitRefusal(context.plan, targets_);
+    if (refusal.empty()) {
+      return;
+    }
+    std::map<std::string, std::string> steps;  // node outside -> its items
+    for (const auto& item : ChangesOutsideLimit(context.plan, targets_)) {
+      const auto space = item.find(' ');
+      std::string& list = steps[item.substr(0, space)];
+      list += (list.empty() ? "" : ", ") + item.substr(space + 1);
+    }
+    for (const auto& [node, list] : steps) {
+      context.FailNode(node, fmt::format("outside --limit/--exclude, but the limited nodes need "
+                                         "{} changed here first; gpuctl refuses to change it "
+                                         "(widen --limit to include {})",
+                                         list, node));
+    }
+    if (stop_all_) {
+      for (const auto& node : context.plan.nodes()) {
+        context.plan.MarkUnreachable(node, refusal);
+      }
+    }
+  }
+
+ private:
+  const std::set<std::string>& targets_;
+  bool stop_all_;
+};
+
+}  // namespace
+
+std::unique_ptr<Phase> MakeLimitPhase(const std::set<std::string>& targets) {
+  return std::make_unique<LimitPhase>(targets);
+}
+
+std::unique_ptr<Phase> MakeLimitRefusalPhase(const std::set<std::string>& targets, bool stop_all) {
+  return std::make_unique<LimitRefusalPhase>(targets, stop_all);
 }
 
 PlanHeader HeaderFor(const Spec& spec) {

@@ -15,8 +15,10 @@ inline constexpr int kExitInterrupted = 130;  // apply: stopped by Ctrl-C (128 +
 
 struct GlobalOptions {
   int verbosity = 0;
-  std::string playbooks;          // catalog directory; empty: default
-  std::vector<std::string> only;  // --only: these steps and what they need
+  std::string playbooks;             // catalog directory; empty: default
+  std::vector<std::string> only;     // --only: these steps and what they need
+  std::vector<std::string> limit;    // --limit: these nodes (names, ranges)
+  std::vector<std::string> exclude;  // --exclude: not these nodes
   std::string output = "text";
   bool no_color = false;
 };

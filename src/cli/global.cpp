@@ -21,6 +21,17 @@ void AddGlobalOptions(CLI::App& app, GlobalOptions& global) {
       // leaves the inventory to the subcommand.
       ->allow_extra_args(false)
       ->envname("GPUCTL_ONLY");
+  // Not split at commas by CLI11: gpu[1-3,7] holds one (node_range.h).
+  app.add_option("--limit", global.limit,
+                 "Work on these nodes only: names or ranges, comma-separated "
+                 "(worker1,gpu[01-16],gpu[1-3,7]); others are read where a step needs "
+                 "their state, never changed; repeatable")
+      ->allow_extra_args(false)
+      ->envname("GPUCTL_LIMIT");
+  app.add_option("--exclude", global.exclude,
+                 "Leave these nodes out (names or ranges, as --limit); repeatable")
+      ->allow_extra_args(false)
+      ->envname("GPUCTL_EXCLUDE");
   app.add_flag("--no-color", global.no_color,
                "Plain output without ANSI colours (also when NO_COLOR is set to anything)");
   // no-color.org: any non-empty NO_COLOR turns colour off. CLI11's envname

@@ -16,7 +16,9 @@ void AddConnectOptions(CLI::App& cmd, ConnectOptions& options) {
                "a changed key is always refused)");
 }
 
-SpecOptions SpecOptionsFrom(const GlobalOptions& global) { return {global.playbooks, global.only}; }
+SpecOptions SpecOptionsFrom(const GlobalOptions& global) {
+  return {global.playbooks, global.only, global.limit, global.exclude};
+}
 
 std::unique_ptr<Transport> NodeTransport() { return TraceScriptsFromEnv(MakeSshTransport()); }
 
