@@ -18,6 +18,9 @@ build_pkgs=(
   openssh-server openssh-client
   # scripts/lint-steps.sh lints the step scripts and the repository's shell.
   shellcheck
+  # cpack -G RPM runs rpmbuild (cpack -G DEB's dpkg-shlibdeps comes with
+  # build-essential's dpkg-dev).
+  rpm
 )
 # dpkg-dev, rpm (rpmbuild), createrepo-c and gcc build the lab's package
 # repository (lab/build-repo.sh; gcc makes the stand-ins' stub libraries).
