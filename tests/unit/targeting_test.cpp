@@ -3,6 +3,9 @@
 // limited nodes need a change outside the limit refuses, naming node and step.
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+
+#include <cstdio>
 
 #include <algorithm>
 #include <filesystem>
@@ -203,6 +206,45 @@ TEST_F(TargetingTest, ALimitedApplyChangesOnlyTheLimitedNodes) {
   EXPECT_EQ(ChangesSentTo("worker1"), 2U);
   EXPECT_EQ(ChangesSentTo("master1"), 0U);
   EXPECT_EQ(ChangesSentTo("worker2"), 0U);
+}
+
+// The command line: --limit before or after the subcommand; a name that is
+// no node stops the run before any node is contacted (the inventory's
+// addresses are not reachable from here: an attempt would say so).
+struct CliRun {
+  int status = -1;
+  std::string out;
+};
+
+CliRun Gpuctl(const std::string& args) {
+  CliRun run;
+  const std::string command = std::string("GPUCTL_PLAYBOOKS=") + GPUCTL_SOURCE_DIR + "/playbooks " +
+                              GPUCTL_BINARY + " " + args + " 2>&1 </dev/null";
+  FILE* pipe = popen(command.c_str(), "r");
+  char buffer[512];
+  while (std::fgets(buffer, sizeof(buffer), pipe) != nullptr) {
+    run.out += buffer;
+  }
+  run.status = WEXITSTATUS(pclose(pipe));
+  return run;
+}
+
+const std::string kMixed = std::string(GPUCTL_SOURCE_DIR) + "/inventories/mixed.yaml";
+
+TEST(TargetingCli, AnUnknownNodeIsRefusedWithDidYouMeanBeforeOrAfterTheSubcommand) {
+  const CliRun before = Gpuctl("--limit hed plan " + kMixed);
+  const CliRun after = Gpuctl("plan " + kMixed + " --limit hed");
+  EXPECT_EQ(before.status, 1) << before.out;
+  EXPECT_NE(before.out.find("--limit hed: no such node"), std::string::npos) << before.out;
+  EXPECT_NE(before.out.find("'head'"), std::string::npos) << before.out;
+  EXPECT_NE(before.out.find("nothing was sent to any node"), std::string::npos) << before.out;
+  EXPECT_EQ(after.out, before.out);
+  const CliRun exclude = Gpuctl("check --exclude gpu-[1-2] " + kMixed);
+  EXPECT_EQ(exclude.status, 1) << exclude.out;
+  EXPECT_NE(exclude.out.find("none of its 2 names"), std::string::npos) << exclude.out;
+  const CliRun apply = Gpuctl("apply --yes --limit head --exclude head " + kMixed);
+  EXPECT_EQ(apply.status, 1) << apply.out;
+  EXPECT_NE(apply.out.find("leave no node"), std::string::npos) << apply.out;
 }
 
 }  // namespace
