@@ -10,6 +10,7 @@
 #include "cli/inputs.h"
 #include "cli/interrupt.h"
 #include "gpuctl/action/apply_action.h"
+#include "gpuctl/util/terminal.h"
 #include "gpuctl/view/apply_view.h"
 #include "gpuctl/view/plan_view.h"
 
@@ -70,11 +71,18 @@ int RunApply(const ApplyCliOptions& options, const GlobalOptions& global) {
   settings.executor.interrupted = &interrupted;
 
   auto transport = NodeTransport();
-  LineReporter progress(std::cerr, global.verbosity);
+  LineReporter lines(std::cerr, global.verbosity);
+  lines.SetWidth(TerminalWidth(STDERR_FILENO));
+  lines.ShowOk(options.show_ok);
+  NodeTimer timer;  // how long each node worked, for the recap
+  TeeReporter progress;
+  progress.Add(&lines);
+  progress.Add(&timer);
   ApplyAction action(*spec, *target, *transport, progress, settings);
   TextOptions text;
   text.color = !global.no_color && isatty(STDOUT_FILENO) != 0;
   text.show_ok = options.show_ok;
+  text.width = TerminalWidth(STDOUT_FILENO);
   const auto started = std::chrono::steady_clock::now();
 
   bool refused = false;
@@ -101,14 +109,19 @@ int RunApply(const ApplyCliOptions& options, const GlobalOptions& global) {
 
   const auto errors = action.NodeErrors();
   if (action.applied()) {
-    // What the run did (what was already true stays hidden unless
-    // --show-ok), then a line per node and how long it took.
-    std::cout << "\n";
-    WritePlanText(std::cout, action.plan(), spec->inventory, errors, text);
+    // Not the plan again (the progress lines said what changed): only what
+    // went wrong, folded, then a line per node and how long it took.
+    TextOptions problems = text;
+    problems.problems_only = true;
+    problems.summary = false;
+    if (const std::string listed = RenderPlanText(action.plan(), spec->inventory, errors, problems);
+        !listed.empty()) {
+      std::cout << "\nNot done:\n" << listed;
+    }
     std::cout << RecapText(
-        action.plan(), spec->inventory, errors,
+        action.plan(), spec->inventory, timer.Durations(),
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
-        action.Outcome());
+        action.Outcome(), text.width);
   }
   if (interrupted.load()) {
     std::cout << InterruptedMessage();

@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "cli/inputs.h"
 #include "gpuctl/action/read_only.h"
+#include "gpuctl/util/terminal.h"
 #include "gpuctl/view/check_view.h"
 
 namespace gpuctl::cli {
@@ -14,6 +15,7 @@ namespace {
 struct CheckOptions {
   std::string inventory;
   bool deep = false;
+  bool hide_ok = false;
   ConnectOptions connect;
 };
 
@@ -24,6 +26,7 @@ int RunCheck(const CheckOptions& options, const GlobalOptions& global) {
   }
   auto transport = NodeTransport();
   LineReporter progress(std::cerr, global.verbosity);
+  progress.SetWidth(TerminalWidth(STDERR_FILENO));
   const ReadOnlyResult result =
       CheckAction(*spec, *transport, progress, options.connect.Run(), options.deep);
   const Plan& plan = result.plan;
@@ -33,7 +36,10 @@ int RunCheck(const CheckOptions& options, const GlobalOptions& global) {
   if (global.output == "json") {
     std::cout << CheckToJson(report).dump(2) << '\n';
   } else {
-    std::cout << RenderCheckText(report);
+    CheckTextOptions text;
+    text.hide_ok = options.hide_ok;
+    text.width = TerminalWidth(STDOUT_FILENO);
+    std::cout << RenderCheckText(report, text);
   }
   if (!errors.empty()) {
     return kExitError;
@@ -53,6 +59,9 @@ void SetCheckCommand(CLI::App& app, const GlobalOptions& global, int& exit_code)
   cmd->add_flag("--deep", options->deep,
                 "Also run the deep validations (a GPU pod, NCCL all_reduce_perf across nodes, "
                 "ib_send_bw between node pairs) and report their figures");
+  cmd->add_flag("--hide-ok", options->hide_ok,
+                "List only what does not hold: deep validations that pass are left out too "
+                "(-o json keeps them)");
   AddConnectOptions(*cmd, options->connect);
   cmd->callback([options, &global, &exit_code] { exit_code = RunCheck(*options, global); });
 }

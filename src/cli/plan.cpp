@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "cli/inputs.h"
 #include "gpuctl/action/read_only.h"
+#include "gpuctl/util/terminal.h"
 
 namespace gpuctl::cli {
 
@@ -26,6 +27,7 @@ int RunPlan(const PlanOptions& options, const GlobalOptions& global) {
   }
   auto transport = NodeTransport();
   LineReporter progress(std::cerr, global.verbosity);
+  progress.SetWidth(TerminalWidth(STDERR_FILENO));
   const ReadOnlyResult result = PlanAction(*spec, *transport, progress, options.connect.Run());
   const Plan& plan = result.plan;
   const auto& errors = result.node_errors;
@@ -44,6 +46,7 @@ int RunPlan(const PlanOptions& options, const GlobalOptions& global) {
     TextOptions text;
     text.color = !global.no_color && isatty(STDOUT_FILENO) != 0;
     text.show_ok = !options.hide_ok;
+    text.width = TerminalWidth(STDOUT_FILENO);
     WritePlanText(std::cout, plan, spec->inventory, errors, text);
     if (!options.out.empty()) {
       std::cout << SavedPlanNotice(options.out);

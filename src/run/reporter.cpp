@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "gpuctl/util/terminal.h"
+
 namespace gpuctl {
 namespace {
 
@@ -62,7 +64,7 @@ void TeeReporter::Note(const std::string& node, const std::string& message) {
 
 void LineReporter::Line(const std::string& node, const std::string& step, const std::string& text) {
   std::lock_guard lock(mutex_);
-  out_ << fmt::format("{:<12} {:<28} {}\n", node, step, text) << std::flush;
+  out_ << FitLine(fmt::format("{:<12} {:<28} {}", node, step, text), width_) << '\n' << std::flush;
 }
 
 void LineReporter::PhaseStarted(const std::string& title) {
@@ -104,7 +106,8 @@ void LineReporter::CommandFinished(const std::string& node, const std::string& s
 }
 
 void LineReporter::ItemUpdated(const PlanItem& item) {
-  if (verbosity_ > 0 || item.state == ItemState::kApplied || item.state == ItemState::kFailed) {
+  if (verbosity_ > 0 || item.state == ItemState::kApplied || item.state == ItemState::kFailed ||
+      (show_ok_ && item.state == ItemState::kSatisfied)) {
     Line(item.node, item.step,
          ToString(item.state) + (item.detail.empty() ? "" : ": " + item.detail));
   }
@@ -112,6 +115,42 @@ void LineReporter::ItemUpdated(const PlanItem& item) {
 
 void LineReporter::Note(const std::string& node, const std::string& message) {
   Line(node, "-", message);
+}
+
+void NodeTimer::PhaseStarted(const std::string& title) {
+  std::lock_guard lock(mutex_);
+  timing_ = title == phase_;
+}
+
+void NodeTimer::Mark(const std::string& node) {
+  std::lock_guard lock(mutex_);
+  if (!timing_) {
+    return;
+  }
+  const auto now = Clock::now();
+  auto [span, added] = spans_.try_emplace(node, now, now);
+  span->second.second = now;
+}
+
+void NodeTimer::NodeFailed(const std::string& node, const std::string& /*error*/) { Mark(node); }
+void NodeTimer::CommandStarted(const std::string& node, const std::string& /*step*/,
+                               Activity /*activity*/, const std::string& /*script*/) {
+  Mark(node);
+}
+void NodeTimer::CommandFinished(const std::string& node, const std::string& /*step*/,
+                                Activity /*activity*/, const CommandResult& /*result*/) {
+  Mark(node);
+}
+void NodeTimer::ItemUpdated(const PlanItem& item) { Mark(item.node); }
+void NodeTimer::Note(const std::string& node, const std::string& /*message*/) { Mark(node); }
+
+std::map<std::string, std::chrono::milliseconds> NodeTimer::Durations() const {
+  std::lock_guard lock(mutex_);
+  std::map<std::string, std::chrono::milliseconds> out;
+  for (const auto& [node, span] : spans_) {
+    out[node] = std::chrono::duration_cast<std::chrono::milliseconds>(span.second - span.first);
+  }
+  return out;
 }
 
 }  // namespace gpuctl

@@ -5,8 +5,8 @@
 
 #include <fmt/format.h>
 
-#include "gpuctl/run/executor.h"
-#include "gpuctl/view/node_names.h"
+#include "gpuctl/util/terminal.h"
+#include "gpuctl/view/fold.h"
 
 namespace gpuctl {
 
@@ -67,15 +67,26 @@ std::string InterruptedMessage() {
          "rest did not start. Run apply again to continue.\n";
 }
 
+std::string RecapDuration(std::chrono::milliseconds took) {
+  if (took < std::chrono::seconds(60)) {
+    return fmt::format("{:.1f}s", static_cast<double>(took.count()) / 1000.0);
+  }
+  const long long seconds = (took.count() + 500) / 1000;
+  if (seconds >= 3600) {
+    return fmt::format("{}h{:02}m{:02}s", seconds / 3600, seconds % 3600 / 60, seconds % 60);
+  }
+  return fmt::format("{}m{:02}s", seconds / 60, seconds % 60);
+}
+
 std::string RecapText(const Plan& plan, const Inventory& inventory,
-                      const std::map<std::string, std::string>& node_errors, double seconds,
-                      const std::string& outcome) {
-  const auto line_of = [&](const Node& node) {
+                      const std::map<std::string, std::chrono::milliseconds>& node_times,
+                      double seconds, const std::string& outcome, std::size_t width) {
+  const auto counts_of = [&](const Node& node) {
     std::size_t ok = 0;
     std::size_t changed = 0;
     std::size_t failed = 0;
     std::size_t blocked = 0;
-    bool rebooted = false;
+    std::size_t rebooted = 0;  // a node reboots at most once a run, for all its steps
     for (const std::size_t id : plan.ItemsOf(node.name)) {
       const PlanItem& item = plan.items()[id];
       switch (item.state) {
@@ -85,7 +96,7 @@ std::string RecapText(const Plan& plan, const Inventory& inventory,
           break;
         case ItemState::kApplied:
           ++changed;
-          rebooted = rebooted || item.reboot;
+          rebooted = item.reboot ? 1 : rebooted;
           break;
         case ItemState::kBlocked:
           ++blocked;
@@ -99,40 +110,38 @@ std::string RecapText(const Plan& plan, const Inventory& inventory,
           break;
       }
     }
-    std::string line =
-        fmt::format("ok={} changed={} failed={} blocked={}", ok, changed, failed, blocked);
-    if (rebooted) {
-      line += " rebooted";
-    }
-    if (node_errors.count(node.name) > 0) {
-      line += " (left out)";
-    }
-    return line;
+    // A node that failed, before the run or in it, counts its items failed.
+    return fmt::format("ok={} changed={} failed={} blocked={} rebooted={}", ok, changed, failed,
+                       blocked, rebooted);
   };
-  std::vector<std::pair<std::string, std::vector<std::string>>> groups;  // line -> nodes
+  NodeFolder folder;
   for (const Node& node : inventory.nodes) {
-    std::string line = line_of(node);
-    if (groups.empty() || groups.back().first != line) {
-      groups.push_back({std::move(line), {}});
-    }
-    groups.back().second.push_back(node.name);
+    folder.Add(node.name, counts_of(node));
   }
-  std::size_t width = 0;
-  std::vector<std::string> names;
-  for (const auto& [line, nodes] : groups) {
-    names.push_back(nodes.size() == 1
-                        ? nodes.front()
-                        : fmt::format("{} ({} identical)", CompressNodeNames(nodes), nodes.size()));
-    width = std::max(width, names.back().size());
+  std::size_t label_width = 0;
+  for (const NodeGroup& group : folder.groups()) {
+    label_width = std::max(label_width, group.Label().size());
   }
   std::string out = "\nRecap:\n";
-  for (std::size_t i = 0; i < groups.size(); ++i) {
-    out += fmt::format("  {:<{}}  {}\n", names[i], width, groups[i].first);
+  for (const NodeGroup& group : folder.groups()) {
+    // How long the group's nodes worked: one figure, or the shortest and longest.
+    std::chrono::milliseconds shortest = std::chrono::milliseconds::max();
+    std::chrono::milliseconds longest{0};
+    for (const std::string& node : group.nodes) {
+      const auto it = node_times.find(node);
+      const std::chrono::milliseconds took =
+          it == node_times.end() ? std::chrono::milliseconds(0) : it->second;
+      shortest = std::min(shortest, took);
+      longest = std::max(longest, took);
+    }
+    const std::string took = RecapDuration(shortest) == RecapDuration(longest)
+                                 ? RecapDuration(longest)
+                                 : RecapDuration(shortest) + "-" + RecapDuration(longest);
+    out += fmt::format("  {:<{}}  {}  {}\n", group.Label(), label_width, group.text, took);
   }
   const PlanSummary s = plan.Summarize();
-  const std::string took = seconds < 10
-                               ? fmt::format("{:.1f}s", seconds)
-                               : Duration(std::chrono::seconds(static_cast<long>(seconds + 0.5)));
+  const std::string took =
+      RecapDuration(std::chrono::milliseconds(static_cast<long long>(seconds * 1000.0)));
   const std::string counts = fmt::format("{} changed, {} failed, {} blocked on {} nodes", s.applied,
                                          s.failed + s.errors, s.blocked, s.nodes);
   if (outcome == "applied" || outcome == "nothing to change") {
@@ -140,7 +149,7 @@ std::string RecapText(const Plan& plan, const Inventory& inventory,
   } else {
     out += fmt::format("\nApply {} after {}: {}.\n", outcome, took, counts);
   }
-  return out;
+  return FitLines(out, width);
 }
 
 std::string JournalLine(const std::string& run_dir) {

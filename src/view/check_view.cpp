@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "gpuctl/util/terminal.h"
 #include "gpuctl/util/utf8.h"
+#include "gpuctl/view/fold.h"
 
 namespace gpuctl {
 namespace {
@@ -45,26 +47,78 @@ CheckReport MakeCheckReport(const Plan& plan, const Catalog& catalog, const Inve
   return report;
 }
 
-std::string RenderCheckText(const CheckReport& report) {
-  std::string out;
+std::string RenderCheckText(const CheckReport& report, const CheckTextOptions& options) {
+  // One line per thing a node says; a folded group's lines go under its
+  // label, a lone node's each start with its name.
+  const auto said = [](const NodeFolder& folder, const std::string& indent) {
+    std::string out;
+    for (const NodeGroup& group : folder.groups()) {
+      const std::string text = group.Shown();
+      const bool alone = group.nodes.size() == 1;
+      if (!alone) {
+        out += fmt::format("{}{}:\n", indent, group.Label());
+      }
+      std::size_t start = 0;
+      while (start < text.size()) {
+        const std::size_t end = text.find('\n', start);
+        const std::string line = text.substr(start, end - start);
+        out += alone ? fmt::format("{}{}: {}\n", indent, group.nodes.front(), line)
+                     : fmt::format("{}  {}\n", indent, line);
+        start = end == std::string::npos ? text.size() : end + 1;
+      }
+    }
+    return out;
+  };
+  NodeFolder unreachable;
   for (const auto& [node, error] : report.unreachable) {
-    out += fmt::format("{}: unreachable: {}\n", node, error);
+    unreachable.Add(node, "unreachable: " + error + "\n");
   }
-  for (const auto& m : report.mismatches) {
-    out += fmt::format("{}: {} ({})\n", m.node, m.message, m.step);
+  // Mismatches come node by node (the plan's order).
+  NodeFolder mismatches;
+  for (std::size_t i = 0; i < report.mismatches.size();) {
+    const std::string& node = report.mismatches[i].node;
+    std::string lines;
+    for (; i < report.mismatches.size() && report.mismatches[i].node == node; ++i) {
+      const CheckMismatch& m = report.mismatches[i];
+      lines += fmt::format("{} ({})\n", m.message, m.step);
+    }
+    mismatches.Add(node, lines);
   }
-  if (!report.validations.empty()) {
+  std::string out = said(unreachable, "") + said(mismatches, "");
+  NodeFolder validations;
+  for (std::size_t i = 0; i < report.validations.size();) {
+    const std::string& node = report.validations[i].node;
+    std::string lines;
+    for (; i < report.validations.size() && report.validations[i].node == node; ++i) {
+      const CheckValidation& v = report.validations[i];
+      if (!v.passed || !options.hide_ok) {
+        lines += fmt::format("{} {} ({})\n", v.passed ? "pass" : "FAIL", v.figures, v.step);
+      }
+    }
+    if (!lines.empty()) {
+      validations.Add(node, lines);
+    }
+  }
+  if (!validations.groups().empty()) {
     out += "\nDeep validation:\n";
-    for (const auto& v : report.validations) {
-      out +=
-          fmt::format("  {} {}: {} ({})\n", v.passed ? "pass" : "FAIL", v.node, v.figures, v.step);
+    // "  pass worker1: busbw 180 GB/s (validate.nccl)": the verdict first.
+    for (const NodeGroup& group : validations.groups()) {
+      const std::string text = group.Shown();
+      const std::string label = group.nodes.size() == 1 ? group.nodes.front() : group.Label();
+      for (std::size_t start = 0; start < text.size();) {
+        const std::size_t end = text.find('\n', start);
+        const std::string line = text.substr(start, end - start);
+        const std::size_t space = line.find(' ');
+        out += fmt::format("  {} {}: {}\n", line.substr(0, space), label, line.substr(space + 1));
+        start = end == std::string::npos ? text.size() : end + 1;
+      }
     }
   }
   const std::size_t count = report.mismatches.size();
   out += fmt::format("\nCheck: {} nodes, {} of {} checks pass, {} mismatch{}, {} unreachable\n",
                      report.nodes, report.ok, report.checked, count, count == 1 ? "" : "es",
                      report.unreachable.size());
-  return out;
+  return FitLines(out, options.width);
 }
 
 nlohmann::json CheckToJson(const CheckReport& report) {

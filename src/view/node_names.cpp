@@ -86,11 +86,20 @@ std::string WithoutName(std::string_view text, std::string_view name, std::strin
   if (name.empty()) {
     return std::string(text);
   }
+  // Only the whole name: gpu1's lines keep "gpu10" as it is.
+  const auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
   std::size_t from = 0;
-  for (std::size_t at = text.find(name); at != std::string_view::npos; at = text.find(name, from)) {
+  for (std::size_t at = text.find(name); at != std::string_view::npos;
+       at = text.find(name, at + 1)) {
+    const std::size_t end = at + name.size();
+    if ((at > 0 && word(text[at - 1]) && word(name.front())) ||
+        (end < text.size() && word(text[end]) && word(name.back()))) {
+      continue;
+    }
     out += text.substr(from, at - from);
     out += with;
-    from = at + name.size();
+    from = end;
+    at = end - 1;
   }
   out += text.substr(from);
   return out;

@@ -6,9 +6,10 @@
 #include <fmt/format.h>
 
 #include "gpuctl/util/json_line.h"
+#include "gpuctl/util/terminal.h"
 #include "gpuctl/util/utf8.h"
 #include "gpuctl/util/version.h"
-#include "gpuctl/view/node_names.h"
+#include "gpuctl/view/fold.h"
 
 namespace gpuctl {
 namespace {
@@ -54,6 +55,20 @@ std::string Roles(const Node& node) {
   return out;
 }
 
+// What the end of an apply lists: what did not go as planned.
+bool Problem(ItemState state) {
+  switch (state) {
+    case ItemState::kNeedsAttention:
+    case ItemState::kProbeFailed:
+    case ItemState::kUnreachable:
+    case ItemState::kFailed:
+    case ItemState::kBlocked:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // First line only: the full text is in -v output and the JSON.
 std::string FirstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
 
@@ -65,10 +80,10 @@ void WritePlanText(std::ostream& stream, const Plan& plan, const Inventory& inve
   auto paint = [&](const char* color, const std::string& text) {
     return options.color ? fmt::format("\x1b[{}m{}\x1b[0m", color, text) : text;
   };
-  // A node's lines below its header, its own name written as <node>: nodes
-  // side by side in the inventory whose lines are the same are shown once,
-  // under "worker[01-18] (18 identical)". Only neighbours fold, so the text
-  // still goes out a group at a time and is never held whole.
+  // A node's lines below its header. Nodes whose lines are the same once
+  // their own name is written <node>, on the same OS with the same roles,
+  // are shown once under "worker[01-18] (18 identical)", wherever they stand
+  // in the inventory.
   const auto body_of = [&](const Node& node) {
     std::string body;
     if (auto it = node_errors.find(node.name); it != node_errors.end()) {
@@ -80,6 +95,9 @@ void WritePlanText(std::ostream& stream, const Plan& plan, const Inventory& inve
         continue;  // already said once for the node
       }
       if (item.state == ItemState::kSatisfied && !options.show_ok) {
+        continue;
+      }
+      if (options.problems_only && !Problem(item.state)) {
         continue;
       }
       const Marker m = MarkerFor(item.state);
@@ -94,43 +112,30 @@ void WritePlanText(std::ostream& stream, const Plan& plan, const Inventory& inve
       body += fmt::format("  {} {:<30} {}{}{}\n", paint(m.color, m.symbol), item.step, m.words,
                           reboots, why.empty() ? "" : ": " + why);
     }
-    return WithoutName(body, node.name, "<node>");
+    return body;
   };
-  std::vector<const Node*> group;
-  std::string group_body;
-  const auto flush = [&] {
-    if (group.empty()) {
-      return;
-    }
-    const Node& first = *group.front();
-    if (group.size() == 1) {
-      stream << fmt::format("{}  {}  {}  [{}]\n", paint("1", first.name), first.address,
-                            first.os.Name(), Roles(first))
-             << WithoutName(group_body, "<node>", first.name);
-    } else {
-      std::vector<std::string> names;
-      for (const Node* node : group) {
-        names.push_back(node->name);
-      }
-      stream << fmt::format("{} ({} identical)  {}  [{}]\n", paint("1", CompressNodeNames(names)),
-                            group.size(), first.os.Name(), Roles(first))
-             << group_body;
-    }
-    group.clear();
-  };
+  NodeFolder folder;
+  std::map<std::string, const Node*> by_name;
   for (const auto& node : inventory.nodes) {
     std::string body = body_of(node);
-    const bool same = !group.empty() && body == group_body &&
-                      node.os.Name() == group.front()->os.Name() &&
-                      Roles(node) == Roles(*group.front());
-    if (!same) {
-      flush();
-      group_body = std::move(body);
+    if (options.problems_only && body.empty()) {
+      continue;
     }
-    group.push_back(&node);
+    folder.Add(node.name, body, node.os.Name() + ' ' + Roles(node));
+    by_name[node.name] = &node;
   }
-  flush();
-  stream << "\nPlan: " + plan.Summarize().Line() + "\n";
+  for (const NodeGroup& group : folder.groups()) {
+    const Node& first = *by_name.at(group.nodes.front());
+    const std::string header = group.nodes.size() == 1
+                                   ? fmt::format("{}  {}  {}  [{}]\n", paint("1", first.name),
+                                                 first.address, first.os.Name(), Roles(first))
+                                   : fmt::format("{}  {}  [{}]\n", paint("1", group.Label()),
+                                                 first.os.Name(), Roles(first));
+    stream << FitLines(header + group.Shown(), options.width);
+  }
+  if (options.summary) {
+    stream << FitLines("\nPlan: " + plan.Summarize().Line() + "\n", options.width);
+  }
 }
 
 std::string RenderPlanText(const Plan& plan, const Inventory& inventory,

@@ -81,22 +81,30 @@ TEST(ApplyRecap, ALinePerNodeFoldedThenHowLongTheRunTook) {
   }
   plan.Find("master1", "os.time")->state = ItemState::kSatisfied;
   plan.Find("gpu07", "gpu.driver")->state = ItemState::kFailed;
-  const std::string recap = RecapText(plan, inventory, {}, 255.2, "failed");
-  // Names padded to the longest, "gpu[08-18] (11 identical)".
-  EXPECT_NE(recap.find("  master1                    ok=1 changed=0 failed=0 blocked=0\n"),
-            std::string::npos)
-      << recap;
-  EXPECT_NE(recap.find("gpu[01-06] (6 identical)   ok=0 changed=2 failed=0 blocked=0 rebooted\n"),
-            std::string::npos)
-      << recap;
-  EXPECT_NE(recap.find("gpu07 "), std::string::npos) << recap;
-  EXPECT_NE(recap.find("ok=0 changed=1 failed=1 blocked=0\n"), std::string::npos) << recap;
-  EXPECT_NE(recap.find("gpu[08-18] (11 identical)"), std::string::npos) << recap;
-  EXPECT_NE(recap.find("Apply failed after 4m15s: 35 changed, 1 failed, 0 blocked on 19 nodes."),
-            std::string::npos)
-      << recap;
-  EXPECT_NE(RecapText(plan, inventory, {}, 3.25, "applied").find("Apply complete in 3.2s"),
+  std::map<std::string, std::chrono::milliseconds> times;
+  for (int i = 1; i <= 18; ++i) {
+    times[fmt::format("gpu{:02}", i)] = std::chrono::milliseconds(125000 + i * 1000);
+  }
+  times["master1"] = std::chrono::milliseconds(4200);
+  times["gpu03"] = times["gpu04"] = std::chrono::milliseconds(130000);
+  const std::string recap = RecapText(plan, inventory, times, 255.2, "failed");
+  // A line per group, names padded to the longest ("gpu[01-06,08-18] (17
+  // identical)"), the nodes' times as a range; gpu07 apart.
+  EXPECT_EQ(
+      recap,
+      "\nRecap:\n"
+      "  master1                          ok=1 changed=0 failed=0 blocked=0 rebooted=0  4.2s\n"
+      "  gpu[01-06,08-18] (17 identical)  ok=0 changed=2 failed=0 blocked=0 rebooted=1  "
+      "2m06s-2m23s\n"
+      "  gpu07                            ok=0 changed=1 failed=1 blocked=0 rebooted=0  "
+      "2m12s\n"
+      "\nApply failed after 4m15s: 35 changed, 1 failed, 0 blocked on 19 nodes.\n");
+  EXPECT_NE(RecapText(plan, inventory, times, 3.25, "applied").find("Apply complete in 3.2s"),
             std::string::npos);
+  // Cut to a terminal's width.
+  const std::string narrow = RecapText(plan, inventory, times, 3.25, "applied", 40);
+  EXPECT_NE(narrow.find("  gpu[01-06,08-18] (17 identical)  ok=0\xe2\x80\xa6\n"), std::string::npos)
+      << narrow;
 }
 
 }  // namespace

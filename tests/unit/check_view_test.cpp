@@ -3,6 +3,7 @@
 #include "gpuctl/view/check_view.h"
 #include "gpuctl/util/utf8.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "cluster_builder.h"
@@ -154,6 +155,62 @@ TEST_F(CheckViewTest, JsonShowsBytesThatAreNotUtf8InsteadOfThrowing) {
   EXPECT_EQ(nlohmann::json::parse(dumped)["mismatches"][0]["message"],
             ValidUtf8("locale says caf\xe9"));
   EXPECT_EQ(nlohmann::json::parse(dumped)["unreachable"]["worker2"], ValidUtf8("banner \xff"));
+}
+
+TEST_F(CheckViewTest, PassingDeepValidationsCanBeHidden) {
+  Probe(PlanScope::kDeepCheck);
+  Item("worker2", "validate.nccl").state = ItemState::kNeedsAttention;
+  Item("worker2", "validate.nccl").observed = "busbw 12 GB/s (want >= 100)";
+  CheckTextOptions options;
+  options.hide_ok = true;
+  const std::string text =
+      RenderCheckText(MakeCheckReport(plan, catalog, inventory, {}, true), options);
+  EXPECT_EQ(text.find("pass "), std::string::npos) << text;
+  EXPECT_NE(text.find("  FAIL worker2: busbw 12 GB/s (want >= 100) (validate.nccl)\n"),
+            std::string::npos)
+      << text;
+}
+
+// 20 workers: the same mismatch on all but one, and two unreachable alike.
+TEST(CheckViewFold, IdenticalNodesAreSaidOnceUnderTheirNames) {
+  std::vector<Node> nodes = {MakeNode("master1", Role::kMaster)};
+  for (int i = 1; i <= 20; ++i) {
+    nodes.push_back(MakeNode(fmt::format("gpu{:02}", i), Role::kWorker));
+  }
+  const Inventory inventory = MakeInventory(nodes);
+  const Catalog catalog = Catalog::FromSteps({MakeStep("os.time", {Role::kMaster, Role::kWorker}),
+                                              MakeStep("os.hostname", {Role::kWorker})});
+  Plan plan = Plan::Build(inventory, catalog);
+  for (auto& item : plan.items()) {
+    item.state = ItemState::kSatisfied;
+  }
+  for (int i = 1; i <= 18; ++i) {
+    const std::string name = fmt::format("gpu{:02}", i);
+    plan.Find(name, "os.time")->state = ItemState::kNeedsChange;
+    plan.Find(name, "os.time")->observed = "chrony is not installed";
+    plan.Find(name, "os.hostname")->state = ItemState::kNeedsChange;
+    plan.Find(name, "os.hostname")->observed = "hostname is localhost, want " + name;
+  }
+  plan.Find("gpu07", "os.time")->observed = "chrony 3.5 is too old";
+  const std::map<std::string, std::string> errors = {{"gpu19", "connection refused"},
+                                                     {"gpu20", "connection refused"}};
+  const std::string text =
+      RenderCheckText(MakeCheckReport(plan, catalog, inventory, errors, false));
+  EXPECT_EQ(text,
+            "gpu[19-20] (2 identical):\n"
+            "  unreachable: connection refused\n"
+            "gpu[01-06,08-18] (17 identical):\n"
+            "  chrony is not installed (os.time)\n"
+            "  hostname is localhost, want <node> (os.hostname)\n"
+            "gpu07: chrony 3.5 is too old (os.time)\n"
+            "gpu07: hostname is localhost, want gpu07 (os.hostname)\n"
+            "\nCheck: 21 nodes, 5 of 41 checks pass, 36 mismatches, 2 unreachable\n");
+  // Cut to a terminal's width, the summary too.
+  CheckTextOptions narrow;
+  narrow.width = 30;
+  const std::string cut =
+      RenderCheckText(MakeCheckReport(plan, catalog, inventory, errors, false), narrow);
+  EXPECT_NE(cut.find("\nCheck: 21 nodes, 5 of 41 chec\xe2\x80\xa6\n"), std::string::npos) << cut;
 }
 
 }  // namespace

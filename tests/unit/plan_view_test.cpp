@@ -155,37 +155,94 @@ TEST(PlanViewNotice, ASavedPlanSaysWhereAndHowToApplyExactlyIt) {
             "Saved the plan to /tmp/p.json; `gpuctl apply /tmp/p.json` applies exactly this.\n");
 }
 
-TEST(PlanViewFold, IdenticalNeighboursArePrintedOnceUnderTheirNames) {
-  std::vector<Node> nodes = {MakeNode("master1", Role::kMaster)};
-  for (int i = 1; i <= 20; ++i) {
-    nodes.push_back(MakeNode(fmt::format("gpu{:02}", i), Role::kWorker));
+// 20 GPU nodes and a master: what each node would change.
+class PlanViewFold : public ::testing::Test {
+ protected:
+  PlanViewFold() {
+    std::vector<Node> nodes = {MakeNode("master1", Role::kMaster)};
+    for (int i = 1; i <= 20; ++i) {
+      nodes.push_back(MakeNode(fmt::format("gpu{:02}", i), Role::kWorker));
+    }
+    inventory = MakeInventory(nodes);
+    const Catalog catalog = Catalog::FromSteps({MakeStep("os.time", {Role::kMaster, Role::kWorker}),
+                                                MakeStep("os.hostname", {Role::kWorker})});
+    plan = Plan::Build(inventory, catalog);
+    for (int i = 1; i <= 20; ++i) {
+      const std::string name = fmt::format("gpu{:02}", i);
+      plan.Find(name, "os.time")->state = ItemState::kNeedsChange;
+      plan.Find(name, "os.time")->observed = "chrony is not installed";
+      plan.Find(name, "os.hostname")->state = ItemState::kNeedsChange;
+      plan.Find(name, "os.hostname")->observed = "hostname is localhost, want " + name;
+    }
+    plan.Find("master1", "os.time")->state = ItemState::kSatisfied;
   }
-  const Inventory inventory = MakeInventory(nodes);
-  const Catalog catalog = Catalog::FromSteps({MakeStep("os.time", {Role::kMaster, Role::kWorker}),
-                                              MakeStep("os.hostname", {Role::kWorker})});
-  Plan plan = Plan::Build(inventory, catalog);
-  for (int i = 1; i <= 20; ++i) {
-    const std::string name = fmt::format("gpu{:02}", i);
-    plan.Find(name, "os.time")->state = ItemState::kNeedsChange;
-    plan.Find(name, "os.time")->observed = "chrony is not installed";
-    plan.Find(name, "os.hostname")->state = ItemState::kNeedsChange;
-    plan.Find(name, "os.hostname")->observed = "hostname is localhost, want " + name;
+  static std::size_t Count(const std::string& text, const std::string& what) {
+    std::size_t count = 0;
+    for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) {
+      ++count;
+    }
+    return count;
   }
-  // gpu07 differs: it already has chrony.
+  Inventory inventory;
+  Plan plan;
+};
+
+TEST_F(PlanViewFold, TwentyIdenticalNodesPrintEachLineOnce) {
+  const std::string text = RenderPlanText(plan, inventory, {}, {});
+  EXPECT_EQ(text,
+            "master1  198.18.0.17  ubuntu-22.04  [master]\n"
+            "  = os.time                        ok\n"
+            "gpu[01-20] (20 identical)  ubuntu-22.04  [worker]\n"
+            "  ~ os.time                        will change: chrony is not installed\n"
+            "  ~ os.hostname                    will change: hostname is localhost, want <node>\n"
+            "\nPlan: 21 nodes: 40 to change, 1 ok\n");
+}
+
+TEST_F(PlanViewFold, ADifferingNodeIsShownApartAndTheOthersStayOneGroup) {
+  // gpu07 already has chrony.
   plan.Find("gpu07", "os.time")->state = ItemState::kSatisfied;
   const std::string text = RenderPlanText(plan, inventory, {}, {});
-  EXPECT_NE(text.find("gpu[01-06] (6 identical)"), std::string::npos) << text;
-  EXPECT_NE(text.find("gpu[08-20] (13 identical)"), std::string::npos) << text;
+  EXPECT_NE(text.find("gpu[01-06,08-20] (19 identical)  ubuntu-22.04  [worker]\n"),
+            std::string::npos)
+      << text;
   EXPECT_NE(text.find("want <node>"), std::string::npos) << text;
   // gpu07 stands alone, with its address and its own name in its lines.
   EXPECT_NE(text.find("gpu07  "), std::string::npos) << text;
   EXPECT_NE(text.find("want gpu07"), std::string::npos) << text;
-  std::size_t count = 0;
-  for (auto at = text.find("chrony is not installed"); at != std::string::npos;
-       at = text.find("chrony is not installed", at + 1)) {
-    ++count;
+  EXPECT_EQ(Count(text, "chrony is not installed"), 1U) << "once, not once per node: " << text;
+  // With --hide-ok gpu07 still differs (it has one change less).
+  TextOptions hide;
+  hide.show_ok = false;
+  const std::string hidden = RenderPlanText(plan, inventory, {}, hide);
+  EXPECT_EQ(Count(hidden, "chrony is not installed"), 1U) << hidden;
+  EXPECT_EQ(hidden.find("= os.time"), std::string::npos) << hidden;
+}
+
+TEST_F(PlanViewFold, OnlyProblemsListsTheNodesThatHaveSome) {
+  for (auto& item : plan.items()) {
+    item.state = ItemState::kApplied;
   }
-  EXPECT_EQ(count, 2U) << "once per group, not once per node: " << text;
+  plan.Find("gpu05", "os.hostname")->state = ItemState::kFailed;
+  plan.Find("gpu05", "os.hostname")->detail = "change exited 1: hostnamectl: access denied";
+  plan.Find("gpu09", "os.hostname")->state = ItemState::kFailed;
+  plan.Find("gpu09", "os.hostname")->detail = "change exited 1: hostnamectl: access denied";
+  TextOptions problems;
+  problems.problems_only = true;
+  problems.summary = false;
+  EXPECT_EQ(RenderPlanText(plan, inventory, {}, problems),
+            "gpu[05,09] (2 identical)  ubuntu-22.04  [worker]\n"
+            "  ! os.hostname                    failed: change exited 1: hostnamectl: access "
+            "denied\n");
+}
+
+TEST_F(PlanViewFold, LinesAreCutToTheWidth) {
+  TextOptions narrow;
+  narrow.width = 40;
+  const std::string text = RenderPlanText(plan, inventory, {}, narrow);
+  EXPECT_NE(text.find("  ~ os.time                        will\xe2\x80\xa6\n"), std::string::npos)
+      << text;
+  EXPECT_NE(RenderPlanText(plan, inventory, {}, {}).find("will change: chrony is not installed"),
+            std::string::npos);
 }
 
 }  // namespace

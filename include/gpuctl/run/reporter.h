@@ -5,10 +5,13 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpuctl/model/plan.h"
@@ -55,10 +58,15 @@ class TeeReporter : public Reporter {
 
 // Progress lines on a stream (stderr), each naming node and step:
 // "worker1  gpu.driver  change: exit 0 in 12.3s". verbosity 1 adds each
-// command and its output.
+// command and its output. What is already true (a step found satisfied) is
+// said only with ShowOk or -v.
 class LineReporter : public Reporter {
  public:
   LineReporter(std::ostream& out, int verbosity) : out_(out), verbosity_(verbosity) {}
+  // Lines cut to `width` columns (util/terminal.h: the terminal's width, 0
+  // when the stream is not a terminal); a command's output under -v is not.
+  void SetWidth(std::size_t width) { width_ = width; }
+  void ShowOk(bool show) { show_ok_ = show; }
   void PhaseStarted(const std::string& title) override;
   void NodeConnected(const std::string& node, std::chrono::milliseconds took) override;
   void NodeFailed(const std::string& node, const std::string& error) override;
@@ -74,6 +82,33 @@ class LineReporter : public Reporter {
   std::mutex mutex_;
   std::ostream& out_;
   int verbosity_;
+  std::size_t width_ = 0;
+  bool show_ok_ = false;
+};
+
+// How long each node worked in one phase ("apply"): from its first event in
+// that phase to its last. What apply's recap shows beside each node.
+class NodeTimer : public Reporter {
+ public:
+  explicit NodeTimer(std::string phase = "apply") : phase_(std::move(phase)) {}
+  void PhaseStarted(const std::string& title) override;
+  void NodeFailed(const std::string& node, const std::string& error) override;
+  void CommandStarted(const std::string& node, const std::string& step, Activity activity,
+                      const std::string& script) override;
+  void CommandFinished(const std::string& node, const std::string& step, Activity activity,
+                       const CommandResult& result) override;
+  void ItemUpdated(const PlanItem& item) override;
+  void Note(const std::string& node, const std::string& message) override;
+  // Nodes that did something in the phase, and for how long.
+  [[nodiscard]] std::map<std::string, std::chrono::milliseconds> Durations() const;
+
+ private:
+  void Mark(const std::string& node);
+  using Clock = std::chrono::steady_clock;
+  mutable std::mutex mutex_;
+  std::string phase_;
+  bool timing_ = false;
+  std::map<std::string, std::pair<Clock::time_point, Clock::time_point>> spans_;
 };
 
 }  // namespace gpuctl

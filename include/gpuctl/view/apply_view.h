@@ -4,6 +4,7 @@
 // included, so the CLI only prints it.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <map>
 #include <string>
@@ -42,13 +43,19 @@ std::string CancelledMessage();
 // After Ctrl-C: what finished, what did not, and how to go on.
 std::string InterruptedMessage();
 
-// After a run: a line per node, identical neighbours folded
-// ("gpu[01-18] (18 identical)  ok=20 changed=5 failed=0 blocked=0 rebooted"),
-// then "Apply complete in 4m15s: ..." or how the run ended otherwise
-// (`outcome` as ApplyAction::Outcome says it).
+// After a run, like Ansible's recap: a line per node, nodes with the same
+// counts folded ("gpu[01-18] (18 identical)  ok=20 changed=5 failed=0
+// blocked=0 rebooted=1  2m05s-2m12s"), the time being how long each node
+// worked (`node_times`, NodeTimer; a range when folded nodes differ); then
+// "Apply complete in 4m15s: ..." or how the run ended otherwise with its
+// counts (`outcome` as ApplyAction::Outcome says it). Lines cut to `width`
+// columns (0: never).
 std::string RecapText(const Plan& plan, const Inventory& inventory,
-                      const std::map<std::string, std::string>& node_errors, double seconds,
-                      const std::string& outcome);
+                      const std::map<std::string, std::chrono::milliseconds>& node_times,
+                      double seconds, const std::string& outcome, std::size_t width = 0);
+
+// "0.4s", "12.0s", "2m05s", "1h02m00s".
+std::string RecapDuration(std::chrono::milliseconds took);
 
 // The last line of every run: where its journal is.
 std::string JournalLine(const std::string& run_dir);

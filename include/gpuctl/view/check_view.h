@@ -51,8 +51,16 @@ struct CheckReport {
 CheckReport MakeCheckReport(const Plan& plan, const Catalog& catalog, const Inventory& inventory,
                             const std::map<std::string, std::string>& node_errors, bool deep);
 
+struct CheckTextOptions {
+  bool hide_ok = false;   // leave out the deep validations that pass (-o json keeps them)
+  std::size_t width = 0;  // cut lines to this many columns (util/terminal.h); 0: never
+};
+
 // Unreachable nodes, mismatches, deep validations, then the summary line.
-std::string RenderCheckText(const CheckReport& report);
+// Nodes that say the same (their own name written <node>) are said once,
+// under "gpu[01-18] (18 identical):" (fold.h); a node alone keeps the
+// "node: message (step)" line.
+std::string RenderCheckText(const CheckReport& report, const CheckTextOptions& options = {});
 
 nlohmann::json CheckToJson(const CheckReport& report);
 

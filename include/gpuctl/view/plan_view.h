@@ -2,6 +2,7 @@
 // apply and check all print through here so the three never disagree.
 #pragma once
 
+#include <cstddef>
 #include <iosfwd>
 #include <map>
 #include <string>
@@ -29,13 +30,20 @@ struct PlanHeader {
 struct TextOptions {
   bool color = false;
   bool show_ok = true;  // list satisfied items too, not only changes
+  // Only what went wrong (failed, blocked, errors, what apply cannot fix),
+  // and only the nodes that have some: the end of an apply.
+  bool problems_only = false;
+  std::size_t width = 0;  // cut lines to this many columns (util/terminal.h); 0: never
+  bool summary = true;    // end with the "Plan: ..." line
 };
 
 // After `plan --out PATH`: where the plan went and how to apply exactly it.
 std::string SavedPlanNotice(const std::string& path);
 
 // Node by node: "~" will change, "=" already satisfied, "?" known after apply,
-// "!" error; then the summary line. Written a node at a time.
+// "!" error; then the summary line. Nodes whose lines are the same (their
+// own name written <node>), OS and roles are shown once, under
+// "gpu[01-18] (18 identical)" (fold.h).
 void WritePlanText(std::ostream& out, const Plan& plan, const Inventory& inventory,
                    const std::map<std::string, std::string>& node_errors,
                    const TextOptions& options);
