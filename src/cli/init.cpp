@@ -22,6 +22,7 @@
 
 #include "cli/commands.h"
 #include "gpuctl/model/inventory.h"
+#include "gpuctl/model/node_range.h"
 #include "gpuctl/model/value_kinds.h"
 #include "gpuctl/util/text.h"
 
@@ -43,74 +44,18 @@ struct InitOptions {
   std::string gpus;  // "8" or "8x NVIDIA H100 80GB HBM3"; "" for none
 };
 
-// Splits at commas outside brackets: "gpu[01-04],login1" -> two items.
-std::vector<std::string> SplitTopLevel(const std::string& text) {
-  std::vector<std::string> items;
-  std::string item;
-  int depth = 0;
-  for (char c : text) {
-    if (c == '[') ++depth;
-    if (c == ']') --depth;
-    if (c == ',' && depth == 0) {
-      items.push_back(item);
-      item.clear();
-    } else if (c != ' ') {
-      item += c;
-    }
-  }
-  items.push_back(item);
-  return items;
-}
-
-// Expands node names with one bracket range each ("gpu[01-04]", "n[1-3,7]")
-// into the names, keeping the zero padding of the range's first bound.
-// Sets `error` and returns {} on a malformed range.
+// The node names of "gpu[01-04],login1" (node_range.h, as the inventory
+// expands them). Sets `error` and returns {} on a malformed range.
 std::vector<std::string> ExpandNames(const std::string& text, std::string& error) {
   std::vector<std::string> names;
-  for (const std::string& item : SplitTopLevel(text)) {
-    if (item.empty()) {
-      continue;
-    }
-    const auto open = item.find('[');
-    if (open == std::string::npos) {
-      names.push_back(item);
-      continue;
-    }
-    const auto close = item.find(']', open);
-    if (close == std::string::npos || item.find('[', open + 1) != std::string::npos) {
-      error = fmt::format("'{}': a name takes one range in brackets, such as gpu[01-16]", item);
+  for (const std::string& item : SplitPatterns(text)) {
+    if (item.empty()) continue;
+    const auto expanded = ExpandRange(item, error);
+    if (!expanded) return {};
+    names.insert(names.end(), expanded->begin(), expanded->end());
+    if (names.size() > kMaxRangeNames) {
+      error = fmt::format("more than {} nodes", kMaxRangeNames);
       return {};
-    }
-    const std::string prefix = item.substr(0, open);
-    const std::string suffix = item.substr(close + 1);
-    std::vector<std::string> parts;
-    std::string inside = item.substr(open + 1, close - open - 1);
-    for (std::size_t at = 0;;) {
-      const auto comma = inside.find(',', at);
-      parts.push_back(inside.substr(at, comma - at));
-      if (comma == std::string::npos) break;
-      at = comma + 1;
-    }
-    for (const std::string& part : parts) {
-      const auto dash = part.find('-');
-      const std::string first = part.substr(0, dash);
-      const std::string last = dash == std::string::npos ? first : part.substr(dash + 1);
-      const auto digits = [](const std::string& s) {
-        return !s.empty() && s.size() <= 6 &&
-               s.find_first_not_of("0123456789") == std::string::npos;
-      };
-      if (!digits(first) || !digits(last) || std::stoul(first) > std::stoul(last)) {
-        error = fmt::format("'{}': '{}' is not a range of numbers such as 01-16", item, part);
-        return {};
-      }
-      const auto width = first.size();
-      for (unsigned long n = std::stoul(first); n <= std::stoul(last); ++n) {
-        names.push_back(prefix + fmt::format("{:0{}}", n, width) + suffix);
-        if (names.size() > 100000) {
-          error = "more than 100000 nodes";
-          return {};
-        }
-      }
     }
   }
   return names;
@@ -125,7 +70,7 @@ std::optional<std::vector<std::string>> Addresses(const std::string& text,
   if (text.empty()) {
     return names;
   }
-  std::vector<std::string> given = SplitTopLevel(text);
+  std::vector<std::string> given = SplitPatterns(text);
   std::erase(given, std::string());
   if (given.size() == names.size()) {
     return given;
@@ -233,32 +178,65 @@ std::optional<std::string> RenderInventory(const InitOptions& o, std::string& er
        "#   mounts: [{export: /data/shared, path: /data/shared}]\n"
        "# policy:\n"
        "#   air_gapped: true             # then name mirrors: and repositories: too\n\n";
-  y += "# The machines: exactly one master; roles are master, worker, storage.\n"
-       "# os: one of " +
-       Join(KnownOsNames()) +
-       ",\n"
-       "# or auto (whatever the node's /etc/os-release says).\n";
+  y += "# What every node has unless its entry in nodes: says otherwise.\n";
+  std::string line = "# os: one of";
+  for (const std::string& name : KnownOsNames()) {
+    if (line.size() + name.size() + 2 > 78) {
+      y += line + "\n";
+      line = "#  ";
+    }
+    line += " " + name + ",";
+  }
+  y += line + "\n# or auto (whatever the node's /etc/os-release says).\n";
+  // What every worker shares is said once (node_defaults); the master says
+  // how it differs. A range of workers whose addresses are a range too is
+  // one entry (gpu[01-16] at 10.0.1.[11-26]); others get a line each.
+  y += "node_defaults:\n";
+  y += "  os: " + o.os + "\n";
+  y += "  roles: [worker]\n";
+  if (gpu_count > 0) {
+    y += "  # What each worker must have; plan and check compare the node to it.\n";
+    y += fmt::format("  hardware:\n    gpus: {{model: \"{}\", count: {}}}\n", gpu_model, gpu_count);
+    y += "    # ib: [{device: mlx5_0, port: 1, rate: 400}]\n";
+  } else {
+    y += "  # Expected hardware, which plan and check compare each node with, e.g.\n"
+         "  # hardware:\n"
+         "  #   gpus: {model: \"NVIDIA H100 80GB HBM3\", count: 8}\n"
+         "  #   ib: [{device: mlx5_0, port: 1, rate: 400}]\n";
+  }
+  y += "\n# The machines: exactly one master; roles are master, worker, storage. A\n"
+       "# range (gpu[01-16]) is as many nodes, its address a range of as many.\n";
   y += "nodes:\n";
   y += "  - name: " + o.master + "\n";
   y += "    address: " + addresses->front() + "\n";
-  y += "    os: " + o.os + "\n";
-  y += "    roles: [master]\n";
-  if (!workers.empty()) {
-    if (gpu_count > 0) {
-      y += "  # hardware: what each worker must have; plan and check compare the node to it.\n";
+  y += "    roles: [master]          # instead of node_defaults' roles\n";
+  if (gpu_count > 0) y += "    hardware: {}             # no GPUs expected here\n";
+  std::size_t at = 1;  // index in names/addresses
+  for (const std::string& item : SplitPatterns(o.workers)) {
+    if (item.empty()) continue;
+    std::string ignored;
+    const std::size_t count = ExpandRange(item, ignored)->size();
+    const std::string& first = (*addresses)[at];
+    const std::string& last = (*addresses)[at + count - 1];
+    std::string address_range;
+    if (IsRange(item) && o.addresses.empty()) {
+      address_range = item;  // the names resolve
+    } else if (IsRange(item) && SplitPatterns(o.addresses).size() == 1) {
+      // Consecutive IPv4 addresses within one /24: a.b.c.[first-last].
+      const auto dot = first.rfind('.');
+      if (dot != std::string::npos && last.compare(0, dot + 1, first, 0, dot + 1) == 0) {
+        address_range = first.substr(0, dot + 1) + "[" + first.substr(dot + 1) + "-" +
+                        last.substr(dot + 1) + "]";
+      }
+    }
+    if (!address_range.empty()) {
+      y += "  - name: " + item + "\n    address: " + address_range + "\n";
     } else {
-      y += "  # Expected hardware, which plan and check compare each node with, e.g.\n"
-           "  #   hardware: {gpus: {model: \"NVIDIA H100 80GB HBM3\", count: 8},\n"
-           "  #              ib: [{device: mlx5_0, port: 1, rate: 400}]}\n";
+      for (std::size_t i = at; i < at + count; ++i) {
+        y += "  - {name: " + names[i] + ", address: " + (*addresses)[i] + "}\n";
+      }
     }
-  }
-  for (std::size_t i = 0; i < workers.size(); ++i) {
-    y += "  - {name: " + workers[i] + ", address: " + (*addresses)[i + 1] + ", os: " + o.os +
-         ", roles: [worker]";
-    if (gpu_count > 0) {
-      y += fmt::format(", hardware: {{gpus: {{model: \"{}\", count: {}}}}}", gpu_model, gpu_count);
-    }
-    y += "}\n";
+    at += count;
   }
   return y;
 }
