@@ -72,12 +72,12 @@ Result GpuStackLabTest::first_apply_;
 
 TEST_F(GpuStackLabTest, StackFabricAndMonitoringConvergeOnBothFamilies) {
   // Each step was applied where it belongs: the six node steps on both GPU
-  // nodes, Prometheus on the master (the summary's "+ <step> applied" lines).
+  // nodes, Prometheus on the master (the progress lines "<node> <step> applied").
   const auto applied = [](const std::string& step) {
     std::istringstream lines(first_apply_.out);
     int n = 0;
     for (std::string line; std::getline(lines, line);) {
-      const auto at = line.find("+ " + step + " ");
+      const auto at = line.find(" " + step + " ");
       if (at != std::string::npos && line.find("applied", at) != std::string::npos) ++n;
     }
     return n;
