@@ -21,6 +21,9 @@ build_pkgs=(
   # cpack -G RPM runs rpmbuild (cpack -G DEB's dpkg-shlibdeps comes with
   # build-essential's dpkg-dev).
   rpm
+  # The completion tests load the generated zsh and fish scripts in the real
+  # shells (bash is always there).
+  zsh fish
 )
 # dpkg-dev, rpm (rpmbuild), createrepo-c and gcc build the lab's package
 # repository (lab/build-repo.sh; gcc makes the stand-ins' stub libraries).

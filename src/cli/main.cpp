@@ -64,7 +64,9 @@ int main(int argc, char** argv) {
     if (app.get_subcommands().empty() && !app.remaining().empty()) {
       std::vector<std::string> commands;
       for (const CLI::App* sub : app.get_subcommands({})) {
-        commands.push_back(sub->get_name());
+        if (!sub->get_group().empty()) {  // a hidden command (man) is not offered
+          commands.push_back(sub->get_name());
+        }
       }
       const std::string word = app.remaining().front();
       if (!word.empty() && word.front() != '-') {

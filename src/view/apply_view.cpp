@@ -142,8 +142,9 @@ std::string RecapText(const Plan& plan, const Inventory& inventory,
   const PlanSummary s = plan.Summarize();
   const std::string took =
       RecapDuration(std::chrono::milliseconds(static_cast<long long>(seconds * 1000.0)));
-  const std::string counts = fmt::format("{} changed, {} failed, {} blocked on {} nodes", s.applied,
-                                         s.failed + s.errors, s.blocked, s.nodes);
+  const std::string counts =
+      fmt::format("{} changed, {} failed, {} blocked on {} node{}", s.applied, s.failed + s.errors,
+                  s.blocked, s.nodes, s.nodes == 1 ? "" : "s");
   if (outcome == "applied" || outcome == "nothing to change") {
     out += fmt::format("\nApply complete in {}: {}.\n", took, counts);
   } else {

@@ -179,7 +179,12 @@ TEST_F(CliSshTest, ApplyChangesVerifiesAndASecondApplyChangesNothing) {
       Gpuctl("apply --yes " + Inventory() + " --run-dir " + (dir_ / "run1").string(), Playbooks());
   EXPECT_EQ(first.exit_code, 0) << first.output;
   EXPECT_TRUE(fs::exists(marker_));
-  EXPECT_NE(first.output.find("+ ssh.proof"), std::string::npos) << first.output;
+  // The progress line, and the recap's count.
+  EXPECT_NE(first.output.find("ssh.proof                    applied"), std::string::npos)
+      << first.output;
+  EXPECT_NE(first.output.find("Apply complete in"), std::string::npos) << first.output;
+  EXPECT_NE(first.output.find(": 1 changed, 0 failed, 0 blocked on 1 node."), std::string::npos)
+      << first.output;
   EXPECT_TRUE(fs::exists(dir_ / "run1/journal.jsonl"));
 
   const CliRun second =
