@@ -6,6 +6,8 @@
 #include <chrono>
 #include <iostream>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/commands.h"
 #include "cli/inputs.h"
 #include "cli/interrupt.h"
@@ -30,12 +32,12 @@ struct ApplyCliOptions {
   bool show_ok = false;  // what is already true is not listed unless asked
 };
 
-bool Confirm() {
+bool Confirm(std::ostream& out) {
   if (isatty(STDIN_FILENO) == 0) {
     std::cerr << CannotConfirmMessage();
     return false;
   }
-  std::cout << ConfirmPrompt() << std::flush;
+  out << ConfirmPrompt() << std::flush;
   std::string answer;
   std::getline(std::cin, answer);
   return answer == "yes";
@@ -79,10 +81,15 @@ int RunApply(const ApplyCliOptions& options, const GlobalOptions& global) {
   progress.Add(&lines);
   progress.Add(&timer);
   ApplyAction action(*spec, *target, *transport, progress, settings);
+  // With -o json, stdout carries one document at the end (docs/json.md);
+  // what a person reads goes to stderr.
+  const bool json = global.output == "json";
+  std::ostream& out = json ? std::cerr : std::cout;
+  const int out_fd = json ? STDERR_FILENO : STDOUT_FILENO;
   TextOptions text;
-  text.color = !global.no_color && isatty(STDOUT_FILENO) != 0;
+  text.color = !global.no_color && isatty(out_fd) != 0;
   text.show_ok = options.show_ok;
-  text.width = TerminalWidth(STDOUT_FILENO);
+  text.width = TerminalWidth(out_fd);
   const auto started = std::chrono::steady_clock::now();
 
   bool refused = false;
@@ -91,14 +98,14 @@ int RunApply(const ApplyCliOptions& options, const GlobalOptions& global) {
     std::cerr << SavedPlanMovedMessage(prepared.drift);
     refused = true;
   } else {
-    WritePlanText(std::cout, action.plan(), spec->inventory, action.NodeErrors(), text);
+    WritePlanText(out, action.plan(), spec->inventory, action.NodeErrors(), text);
     if (!prepared.has_changes) {
-      std::cout << NothingToApplyMessage(action.NodeErrors().size());
+      out << NothingToApplyMessage(action.NodeErrors().size());
     } else {
-      std::cout << LeftOutNotice(action.NodeErrors().size());
-      std::cout << RebootNotice(action.plan().Summarize().rebooting_nodes, settings.executor.batch);
-      if (!options.yes && !target->saved && !Confirm()) {
-        std::cout << CancelledMessage();
+      out << LeftOutNotice(action.NodeErrors().size());
+      out << RebootNotice(action.plan().Summarize().rebooting_nodes, settings.executor.batch);
+      if (!options.yes && !target->saved && !Confirm(out)) {
+        out << CancelledMessage();
         refused = true;
       } else {
         action.Apply();
@@ -116,25 +123,37 @@ int RunApply(const ApplyCliOptions& options, const GlobalOptions& global) {
     problems.summary = false;
     if (const std::string listed = RenderPlanText(action.plan(), spec->inventory, errors, problems);
         !listed.empty()) {
-      std::cout << "\nNot done:\n" << listed;
+      out << "\nNot done:\n" << listed;
     }
-    std::cout << RecapText(
+    out << RecapText(
         action.plan(), spec->inventory, timer.Durations(),
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
         action.Outcome(), text.width);
   }
   if (interrupted.load()) {
-    std::cout << InterruptedMessage();
+    out << InterruptedMessage();
   }
-  std::cout << JournalLine(action.run_dir());
-  if (refused || !errors.empty()) {
-    return kExitError;
-  }
-  if (interrupted.load()) {
-    return kExitInterrupted;
-  }
+  out << JournalLine(action.run_dir());
   const PlanSummary summary = action.plan().Summarize();
-  return summary.failed + summary.blocked + summary.errors > 0 ? kExitError : kExitOk;
+  int code = summary.failed + summary.blocked + summary.errors > 0 ? kExitError : kExitOk;
+  if (refused || !errors.empty()) {
+    code = kExitError;
+  } else if (interrupted.load()) {
+    code = kExitInterrupted;
+  }
+  if (json) {
+    const nlohmann::json doc = {
+        {"format", "gpuctl.apply/v1"},
+        {"outcome", action.Outcome()},
+        {"exit_code", code},
+        {"seconds",
+         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()},
+        {"run_dir", action.run_dir()},
+        {"journal", action.run_dir() + "/journal.jsonl"},
+        {"plan", PlanToJson(action.plan(), HeaderFor(*spec), errors)}};
+    std::cout << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+  }
+  return code;
 }
 
 }  // namespace

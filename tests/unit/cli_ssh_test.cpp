@@ -174,6 +174,32 @@ TEST_F(CliSshTest, ChangedHostKeyIsRefused) {
   EXPECT_NE(run.output.find(sshd_->HostKeyFingerprint()), std::string::npos) << run.output;
 }
 
+TEST_F(CliSshTest, ApplyInJsonPrintsOneDocumentOnStdoutAndTheRestOnStderr) {
+  // stdout alone: what a script parses.
+  const auto stdout_of = [&](const std::string& run) {
+    const std::string command = fmt::format(
+        "GPUCTL_PLAYBOOKS='{}' '{}' apply -o json --yes '{}' --run-dir '{}' "
+        "2>/dev/null </dev/null",
+        Playbooks(), GPUCTL_BINARY, Inventory(), (dir_ / run).string());
+    std::string out;
+    FILE* pipe = popen(command.c_str(), "r");
+    char buffer[4096];
+    std::size_t n = 0;
+    while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) out.append(buffer, n);
+    pclose(pipe);
+    return out;
+  };
+  const auto first = nlohmann::json::parse(stdout_of("json1"));  // throws if not one document
+  EXPECT_EQ(first["format"], "gpuctl.apply/v1");
+  EXPECT_EQ(first["outcome"], "applied");
+  EXPECT_EQ(first["exit_code"], 0);
+  EXPECT_EQ(first["plan"]["format"], "gpuctl.plan/v2");
+  EXPECT_EQ(first["plan"]["summary"]["applied"], 1);
+  EXPECT_EQ(first["journal"], (dir_ / "json1/journal.jsonl").string());
+  const auto second = nlohmann::json::parse(stdout_of("json2"));
+  EXPECT_EQ(second["outcome"], "nothing to change");
+}
+
 TEST_F(CliSshTest, ApplyChangesVerifiesAndASecondApplyChangesNothing) {
   const CliRun first =
       Gpuctl("apply --yes " + Inventory() + " --run-dir " + (dir_ / "run1").string(), Playbooks());
