@@ -46,6 +46,16 @@ std::string Ranges(std::vector<unsigned long long> numbers, std::size_t width) {
 }  // namespace
 
 std::string CompressNodeNames(const std::vector<std::string>& names) {
+  // A prefix whose numbers are zero-padded (gpu01) keeps that width: gpu01
+  // to gpu10 are one group. Without padding the width is free: worker1 to
+  // worker19 are one group, keyed with width 0.
+  std::map<std::string, std::size_t> padded;  // prefix -> width
+  for (const std::string& name : names) {
+    const Numbered n = Split(name);
+    if (n.digits.size() > 1 && n.digits.size() <= 18 && n.digits.front() == '0') {
+      padded.try_emplace(n.prefix, n.digits.size());
+    }
+  }
   // Groups keyed by prefix and width, in the order of their first name.
   std::vector<std::pair<std::string, std::size_t>> order;
   std::map<std::pair<std::string, std::size_t>, std::vector<unsigned long long>> numbers;
@@ -58,7 +68,14 @@ std::string CompressNodeNames(const std::vector<std::string>& names) {
       plain.push_back(name);
       continue;
     }
-    const auto key = std::make_pair(n.prefix, n.digits.size());
+    const auto pad = padded.find(n.prefix);
+    const std::size_t width =
+        pad != padded.end() && pad->second == n.digits.size() ? n.digits.size() : 0;
+    // An unpadded number written with a leading zero elsewhere ("7" beside
+    // "07") would print differently: its own group keeps it as written.
+    const bool leading_zero = n.digits.size() > 1 && n.digits.front() == '0';
+    const auto key =
+        std::make_pair(n.prefix, width != 0 || !leading_zero ? width : n.digits.size());
     auto& list = numbers[key];
     if (list.empty()) {
       order.push_back(key);

@@ -27,6 +27,10 @@ TEST(NodeNames, GapsAndOtherNamesStayVisible) {
   EXPECT_EQ(CompressNodeNames({"gpu1"}), "gpu1");
   // Another width is another group: gpu1 and gpu01 are different names.
   EXPECT_EQ(CompressNodeNames({"gpu1", "gpu2", "gpu01"}), "gpu[1-2],gpu01");
+  // Unpadded numbers of any length are one run; padded ones keep their width.
+  EXPECT_EQ(CompressNodeNames(Numbered("worker", 1, 19, 1)), "worker[1-19]");
+  EXPECT_EQ(CompressNodeNames(Numbered("gpu", 1, 10, 2)), "gpu[01-10]");
+  EXPECT_EQ(CompressNodeNames(Numbered("gpu", 0, 3, 1)), "gpu[0-3]");
   EXPECT_EQ(CompressNodeNames({"a", "b"}), "a,b");
   EXPECT_EQ(CompressNodeNames({}), "");
 }
