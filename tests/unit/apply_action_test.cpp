@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "cluster_builder.h"
+#include "converging_nodes.h"
 #include "gpuctl/action/read_only.h"
 #include "gpuctl/model/os_release.h"
 #include "gpuctl/run/run_history.h"
@@ -60,28 +61,10 @@ class ApplyActionTest : public ::testing::Test {
     spec.inventory.path = "/srv/cluster/inventory.yaml";
     spec.inventory_digest = "digest-of-the-inventory";
     // Each node is what the inventory says, and keeps what its changes did.
-    transport.AddHandler(
-        [this](const std::string& node, const Command& c) -> std::optional<CommandResult> {
-          CommandResult r;
-          r.exit_status = 0;
-          if (c.script == OsReleaseScript()) {
-            r.out = testing::OsReleaseFixture(node == "worker2" ? "rocky-9" : "ubuntu-22.04");
-            return r;
-          }
-          const std::string& s = c.script;
-          const std::string verb = s.substr(0, s.find(' '));
-          const std::string step = s.substr(s.rfind(' ') + 1);
-          std::lock_guard lock(mutex);
-          if (verb == "probe" || verb == "verify") {
-            r.exit_status = done.count({node, step}) != 0 ? 0 : 1;
-            return r;
-          }
-          if (verb == "apt" || verb == "dnf") {
-            done.insert({node, step});
-            return r;
-          }
-          return std::nullopt;
-        });
+    fake_nodes.os = [](const std::string& node) {
+      return std::string(node == "worker2" ? "rocky-9" : "ubuntu-22.04");
+    };
+    fake_nodes.Attach(transport);
     char dir[] = "/tmp/gpuctl-apply-action.XXXXXX";
     runs = mkdtemp(dir);
   }
@@ -117,8 +100,7 @@ class ApplyActionTest : public ::testing::Test {
 
   Spec spec;
   FakeTransport transport;
-  std::mutex mutex;
-  std::set<std::pair<std::string, std::string>> done;
+  testing::ConvergingNodes fake_nodes;
   fs::path runs;
   ApplyTarget inventory_target{"inventory.yaml", "inventory.yaml", std::nullopt};
 };
@@ -198,7 +180,7 @@ TEST_F(ApplyActionTest, ASavedPlanOfAnotherInventoryIsRefusedBeforeAnyNodeIsCont
 TEST_F(ApplyActionTest, ASavedPlanIsRefusedWhenANodeMovedNamingNodeAndStep) {
   const ApplyTarget target = SavedPlanNow();
   EXPECT_EQ(SavedPlanRefusal(target, spec), "");
-  done.insert({"worker1", "os.sysctl"});  // someone fixed it by hand since
+  fake_nodes.MarkDone("worker1", "os.sysctl");  // someone fixed it by hand since
   Reporter quiet;
   ApplyAction action(spec, target, transport, quiet, Settings("run1"));
   const auto& prepared = action.Prepare();
@@ -233,8 +215,8 @@ TEST_F(ApplyActionTest, ANodeLockedByAnotherRunIsLeftOutNamingTheHolder) {
             std::string::npos)
       << errors.at("worker1");
   EXPECT_NE(errors.at("worker1").find("--break-lock"), std::string::npos);
-  EXPECT_EQ(done.count({"worker1", "os.sysctl"}), 0U) << "nothing changes on a locked node";
-  EXPECT_EQ(done.count({"worker2", "k8s.join"}), 1U) << "the other nodes go on";
+  EXPECT_FALSE(fake_nodes.IsDone("worker1", "os.sysctl")) << "nothing changes on a locked node";
+  EXPECT_TRUE(fake_nodes.IsDone("worker2", "k8s.join")) << "the other nodes go on";
 }
 
 TEST_F(ApplyActionTest, NodesHeldByOneOtherRunAreSaidOnceNamingThatRunAndTheNodes) {

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "cluster_builder.h"
+#include "converging_nodes.h"
 #include "gpuctl/action/apply_action.h"
 #include "gpuctl/model/os_release.h"
 #include "gpuctl/transport/fake_transport.h"
@@ -43,33 +44,18 @@ class ApplyRecapTest : public ::testing::Test {
     spec.inventory.path = "/srv/cluster/inventory.yaml";
     spec.inventory_digest = "digest-of-the-inventory";
     // Every node has os.time already; gpu04's join fails.
-    transport.AddHandler(
-        [this](const std::string& node, const Command& c) -> std::optional<CommandResult> {
-          CommandResult r;
-          r.exit_status = 0;
-          if (c.script == OsReleaseScript()) {
-            r.out = testing::OsReleaseFixture("ubuntu-22.04");
-            return r;
-          }
-          const std::string& s = c.script;
-          const std::string verb = s.substr(0, s.find(' '));
-          const std::string step = s.substr(s.rfind(' ') + 1);
-          std::lock_guard lock(mutex);
-          if (verb == "probe" || verb == "verify") {
-            r.exit_status = step == "os.time" || done.count({node, step}) != 0 ? 0 : 1;
-            return r;
-          }
-          if (verb == "apt") {
-            if (node == "gpu04" && step == "k8s.join") {
-              r.exit_status = 1;
-              r.err = "kubeadm join: connection refused";
-              return r;
-            }
-            done.insert({node, step});
-            return r;
-          }
-          return std::nullopt;
-        });
+    fake_nodes.true_everywhere = {"os.time"};
+    fake_nodes.change = [](const std::string& node,
+                           const std::string& step) -> std::optional<CommandResult> {
+      if (node != "gpu04" || step != "k8s.join") {
+        return std::nullopt;
+      }
+      CommandResult r;
+      r.exit_status = 1;
+      r.err = "kubeadm join: connection refused";
+      return r;
+    };
+    fake_nodes.Attach(transport);
     char dir[] = "/tmp/gpuctl-apply-recap.XXXXXX";
     runs = mkdtemp(dir);
   }
@@ -77,8 +63,7 @@ class ApplyRecapTest : public ::testing::Test {
 
   Spec spec;
   FakeTransport transport;
-  std::mutex mutex;
-  std::set<std::pair<std::string, std::string>> done;
+  testing::ConvergingNodes fake_nodes;
   fs::path runs;
   ApplyTarget target{"inventory.yaml", "inventory.yaml", std::nullopt};
 };

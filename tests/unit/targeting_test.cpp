@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "cluster_builder.h"
+#include "converging_nodes.h"
 #include "gpuctl/action/apply_action.h"
 #include "gpuctl/action/read_only.h"
 #include "gpuctl/action/spec.h"
@@ -43,36 +44,15 @@ class TargetingTest : public ::testing::Test {
                                      {SameNode("os.sysctl"), OnRole("k8s.init", Role::kMaster)})});
     spec.inventory.path = "/srv/cluster/inventory.yaml";
     spec.inventory_digest = "digest-of-the-inventory";
-    transport.AddHandler(
-        [this](const std::string& node, const Command& c) -> std::optional<CommandResult> {
-          CommandResult r;
-          r.exit_status = 0;
-          if (c.script == OsReleaseScript()) {
-            r.out = testing::OsReleaseFixture("ubuntu-22.04");
-            return r;
-          }
-          const std::string& s = c.script;
-          const std::string verb = s.substr(0, s.find(' '));
-          const std::string step = s.substr(s.rfind(' ') + 1);
-          std::lock_guard lock(mutex);
-          if (verb == "probe" || verb == "verify") {
-            r.exit_status = done.count({node, step}) != 0 ? 0 : 1;
-            return r;
-          }
-          if (verb == "apt" || verb == "dnf") {
-            done.insert({node, step});
-            return r;
-          }
-          return std::nullopt;
-        });
+    fake_nodes.Attach(transport);
     char dir[] = "/tmp/gpuctl-targeting.XXXXXX";
     runs = mkdtemp(dir);
   }
   ~TargetingTest() override { fs::remove_all(runs); }
 
   void MasterIsUp() {
-    done.insert({"master1", "os.sysctl"});
-    done.insert({"master1", "k8s.init"});
+    fake_nodes.MarkDone("master1", "os.sysctl");
+    fake_nodes.MarkDone("master1", "k8s.init");
   }
   std::size_t ChangesSentTo(const std::string& node) const {
     std::size_t n = 0;
@@ -97,8 +77,7 @@ class TargetingTest : public ::testing::Test {
 
   Spec spec;
   FakeTransport transport;
-  std::mutex mutex;
-  std::set<std::pair<std::string, std::string>> done;
+  testing::ConvergingNodes fake_nodes;
   fs::path runs;
   ApplyTarget inventory_target{"inventory.yaml", "inventory.yaml", std::nullopt};
 };
