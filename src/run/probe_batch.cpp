@@ -11,6 +11,25 @@
 namespace gpuctl {
 namespace {
 
+// What sscanf's conversions skip before a field (a line holds no newline).
+constexpr std::string_view kBlanks = " \t\r\v\f";
+
+// The exit status after an end marker's word, as sscanf's "%d" read it
+// (leading blanks, a sign, digits); -1 when there is none.
+int ParseStatus(std::string_view rest) {
+  const auto at = rest.find_first_not_of(kBlanks);
+  if (at == std::string_view::npos) {
+    return -1;
+  }
+  rest.remove_prefix(at);
+  if (rest.starts_with('+')) {
+    rest.remove_prefix(1);
+  }
+  int rc = -1;
+  const auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), rc);
+  return ec == std::errc() && end != rest.data() ? rc : -1;
+}
+
 // Lines between "@@<nonce> <id> begin" and "@@<nonce> <id> end [rc]".
 struct Section {
   std::string text;
@@ -19,36 +38,50 @@ struct Section {
 };
 
 std::map<std::size_t, Section> Sections(const std::string& stream, const std::string& nonce) {
+  // Lines are looked at in place: a batch's output is read once, and a copy
+  // per line (and sscanf per marker) was most of what splitting it cost.
   std::map<std::size_t, Section> sections;
   const std::string tag = "@@" + nonce + " ";
+  const std::string_view all(stream);
   Section* current = nullptr;
   std::size_t start = 0;
-  while (start < stream.size()) {
-    std::size_t end = stream.find('\n', start);
-    if (end == std::string::npos) {
-      end = stream.size();
+  while (start < all.size()) {
+    std::size_t end = all.find('\n', start);
+    if (end == std::string_view::npos) {
+      end = all.size();
     }
-    const std::string line = stream.substr(start, end - start);
+    const std::string_view line = all.substr(start, end - start);
     start = end + 1;
-    if (line.rfind(tag, 0) == 0) {
+    if (line.starts_with(tag)) {
+      // "<id> begin" or "<id> end [rc]", as sscanf("%zu %7s %d") read them.
+      std::string_view rest = line.substr(tag.size());
+      rest.remove_prefix(std::min(rest.size(), rest.find_first_not_of(kBlanks)));
       std::size_t id = 0;
-      char word[8] = {};
-      int rc = -1;
-      const int fields = std::sscanf(line.c_str() + tag.size(), "%zu %7s %d", &id, word, &rc);
-      if (fields >= 2 && std::string(word) == "begin") {
-        current = &sections[id];
-        continue;
-      }
-      if (fields >= 2 && std::string(word) == "end" && current != nullptr) {
-        current->ended = true;
-        current->exit_status = fields == 3 ? rc : -1;
-        // The marker is printed after a newline we add, so a probe's last
-        // line without one is not glued to it; drop that extra newline.
-        if (!current->text.empty() && current->text.back() == '\n') {
-          current->text.pop_back();
+      const auto [id_end, id_ec] = std::from_chars(rest.data(), rest.data() + rest.size(), id);
+      if (id_ec == std::errc() && id_end != rest.data()) {
+        rest.remove_prefix(static_cast<std::size_t>(id_end - rest.data()));
+        const auto word_at = rest.find_first_not_of(kBlanks);
+        std::string_view word;
+        if (word_at != std::string_view::npos) {
+          rest.remove_prefix(word_at);
+          word = rest.substr(0, std::min<std::size_t>(rest.find_first_of(kBlanks), 7));
+          rest.remove_prefix(word.size());
         }
-        current = nullptr;
-        continue;
+        if (word == "begin") {
+          current = &sections[id];
+          continue;
+        }
+        if (word == "end" && current != nullptr) {
+          current->ended = true;
+          current->exit_status = ParseStatus(rest);
+          // The marker is printed after a newline we add, so a probe's last
+          // line without one is not glued to it; drop that extra newline.
+          if (!current->text.empty() && current->text.back() == '\n') {
+            current->text.pop_back();
+          }
+          current = nullptr;
+          continue;
+        }
       }
     }
     if (current != nullptr) {
@@ -88,12 +121,34 @@ std::string GatherFactsCall(const std::vector<BatchEntry>& entries) {
 
 std::string BuildBatchScript(const std::string& prelude, const std::vector<BatchEntry>& entries,
                              const std::string& nonce) {
-  std::string script = prelude + "\n";
+  // Appended piece by piece into one string sized up front: a node's batch
+  // is built for every node of a run, and a format call per piece was most
+  // of its cost.
+  std::size_t size = prelude.size() + 256;
+  for (const auto& entry : entries) {
+    size += entry.script.size() + 192 + 4 * nonce.size();
+    for (const auto& [name, value] : entry.env) {
+      size += name.size() + value.size() + 16;
+    }
+  }
+  std::string script;
+  script.reserve(size);
+  script += prelude;
+  script += '\n';
   // Once, in the batch's own shell: every entry's subshell sees the facts.
   script += GatherFactsCall(entries);
   for (const auto& entry : entries) {
-    script += fmt::format("printf '\\n@@{0} {1} begin\\n'; printf '\\n@@{0} {1} begin\\n' >&2\n(\n",
-                          nonce, entry.id);
+    const std::string id = std::to_string(entry.id);
+    // printf '\n@@<nonce> <id> begin\n'; printf '\n@@<nonce> <id> begin\n' >&2
+    const auto marker = [&](const char* word) {
+      script += "printf '\\n@@";
+      script += nonce;
+      script += ' ';
+      script += id;
+      script += word;
+    };
+    marker(" begin\\n'; ");
+    marker(" begin\\n' >&2\n(\n");
     for (const auto& [name, value] : entry.env) {
       script += EnvAssignment(name, value);
     }
@@ -101,10 +156,10 @@ std::string BuildBatchScript(const std::string& prelude, const std::vector<Batch
     if (!entry.script.empty() && entry.script.back() != '\n') {
       script += '\n';
     }
-    script += fmt::format(
-        ") </dev/null\ngpuctl_rc=$?\nprintf '\\n@@{0} {1} end %s\\n' \"$gpuctl_rc\"; "
-        "printf '\\n@@{0} {1} end\\n' >&2\n",
-        nonce, entry.id);
+    // ) </dev/null\ngpuctl_rc=$?\nprintf '\n@@<nonce> <id> end %s\n' "$gpuctl_rc"; printf ... >&2
+    script += ") </dev/null\ngpuctl_rc=$?\n";
+    marker(" end %s\\n' \"$gpuctl_rc\"; ");
+    marker(" end\\n' >&2\n");
   }
   return script;
 }
@@ -141,7 +196,7 @@ bool ReadQuoted(const std::string& text, std::size_t& pos, std::string& value) {
       if (close == std::string::npos) {
         return false;
       }
-      value += text.substr(pos + 1, close - pos - 1);
+      value.append(text, pos + 1, close - pos - 1);
       pos = close + 1;
     } else if (text.compare(pos, 2, "\\'") == 0) {
       value += '\'';
@@ -163,7 +218,7 @@ bool ParseBatchScript(const std::string& script, std::string& nonce,
   while (pos != std::string::npos) {
     pos += kBegin.size();
     const std::size_t quote = script.find('\'', pos);
-    if (script.substr(pos, quote - pos).find(" begin") == std::string::npos) {
+    if (std::string_view(script).substr(pos, quote - pos).find(" begin") == std::string::npos) {
       pos = script.find(kBegin, pos);  // an end marker's printf
       continue;
     }
@@ -208,10 +263,10 @@ bool ParseBatchScript(const std::string& script, std::string& nonce,
       if (!ReadQuoted(script, value_pos, value) || value_pos == script.size()) {
         return false;
       }
-      entry.env[name] = value;
+      entry.env.insert_or_assign(name, std::move(value));
       body = value_pos + 1;
     }
-    const std::string kEnd = ") </dev/null\ngpuctl_rc=$?\n";
+    static const std::string kEnd = ") </dev/null\ngpuctl_rc=$?\n";
     const std::size_t end = script.find(kEnd, body);
     if (end == std::string::npos) {
       return false;
@@ -228,9 +283,18 @@ bool ParseBatchScript(const std::string& script, std::string& nonce,
 
 void AppendBatchResult(const std::string& nonce, std::size_t id, const CommandResult& result,
                        std::string& out, std::string& err) {
-  out += fmt::format("\n@@{} {} begin\n{}\n@@{} {} end {}\n", nonce, id, result.out, nonce, id,
-                     result.exit_status);
-  err += fmt::format("\n@@{} {} begin\n{}\n@@{} {} end\n", nonce, id, result.err, nonce, id);
+  // "\n@@<nonce> <id> begin\n<text>\n@@<nonce> <id> end[ <rc>]\n", appended in place.
+  const std::string tag = "\n@@" + nonce + " " + std::to_string(id);
+  const auto append = [&](std::string& to, const std::string& text, const std::string& end) {
+    to += tag;
+    to += " begin";
+    to += '\n';
+    to += text;
+    to += tag;
+    to += end;
+  };
+  append(out, result.out, " end " + std::to_string(result.exit_status) + "\n");
+  append(err, result.err, " end\n");
 }
 
 }  // namespace gpuctl

@@ -15,13 +15,17 @@ namespace {
 // parameters its step gives to the change only (Step::change_params), which
 // are never copied, however long.
 std::map<std::string, std::string> ReadOnlyEnvironment(const Step& step, const StepEnv& env) {
+  // The change-only names as exported, once per call rather than once for
+  // each variable (a probe batch asks this for every item of every node).
+  std::vector<std::string> change_only;
+  change_only.reserve(step.change_params.size());
+  for (const std::string& p : step.change_params) {
+    change_only.push_back(ExportName(p));
+  }
   std::map<std::string, std::string> plain;
   for (const auto& [name, value] : env) {
-    const bool change_only =
-        std::any_of(step.change_params.begin(), step.change_params.end(),
-                    [&name = name](const std::string& p) { return ExportName(p) == name; });
-    if (!change_only) {
-      plain.emplace(name, value.str());
+    if (std::find(change_only.begin(), change_only.end(), name) == change_only.end()) {
+      plain.emplace_hint(plain.end(), name, value.str());  // env is sorted already
     }
   }
   return plain;
@@ -54,16 +58,21 @@ std::string DecidingOutput(const std::string& out, ItemState state) {
 
 namespace {
 
-// The glue between the two parts of a verdict script.
-std::string VerdictMiddle() {
-  return fmt::format(
+// The glue between the two parts of a verdict script. Built once: the fake
+// transport takes every verdict script apart by them.
+const std::string& VerdictMiddle() {
+  static const std::string middle = fmt::format(
       "\n)\ngpuctl_probe_rc=$?\n"
       "if [ \"$gpuctl_probe_rc\" -ne 0 ]; then exit \"$gpuctl_probe_rc\"; fi\n"
       "printf '\\n%s\\n' '{}'\n(\n",
       kVerifyMarker);
+  return middle;
 }
 
-std::string VerdictEnd() { return fmt::format("\n) || exit {}", kProbeAttention); }
+const std::string& VerdictEnd() {
+  static const std::string end = fmt::format("\n) || exit {}", kProbeAttention);
+  return end;
+}
 
 }  // namespace
 
@@ -122,11 +131,16 @@ std::string VerdictScript(const Step& step) {
 }
 
 bool ParseVerdictScript(const std::string& script, std::string& probe, std::string& verify) {
-  const std::string middle = VerdictMiddle();
-  const std::string end = VerdictEnd() + (script.ends_with('\n') ? "\n" : "");
+  const std::string& middle = VerdictMiddle();
+  const std::string_view end_text = VerdictEnd();
+  const std::size_t end_size = end_text.size() + (script.ends_with('\n') ? 1 : 0);
+  // The end first: it rules out most scripts without a search.
+  if (script.size() < end_size ||
+      script.compare(script.size() - end_size, end_text.size(), end_text) != 0) {
+    return false;
+  }
   const auto mid = script.find(middle);
-  if (mid == std::string::npos || script.size() < end.size() ||
-      script.compare(script.size() - end.size(), end.size(), end) != 0) {
+  if (mid == std::string::npos) {
     return false;
   }
   // Anything before the opening "(" (a prelude) belongs to both parts.
@@ -138,7 +152,7 @@ bool ParseVerdictScript(const std::string& script, std::string& probe, std::stri
   const std::string head = script.substr(0, open);
   probe = head + script.substr(open + opening.size(), mid - open - opening.size());
   const auto verify_at = mid + middle.size();
-  verify = head + script.substr(verify_at, script.size() - end.size() - verify_at);
+  verify = head + script.substr(verify_at, script.size() - end_size - verify_at);
   return true;
 }
 

@@ -1,42 +1,50 @@
 #include "gpuctl/util/json_line.h"
 
 #include <algorithm>
+#include <charconv>
 
 #include <nlohmann/json.hpp>
 
 namespace gpuctl {
 
-std::string JsonQuote(std::string_view text) {
+void AppendJsonQuoted(std::string& out, std::string_view text) {
   const bool plain = std::all_of(text.begin(), text.end(), [](char c) {
     return c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
   });
   if (plain) {
-    std::string quoted;
-    quoted.reserve(text.size() + 2);
-    quoted += '"';
-    quoted += text;
-    quoted += '"';
-    return quoted;
+    out.reserve(out.size() + text.size() + 2);
+    out += '"';
+    out += text;
+    out += '"';
+    return;
   }
-  return nlohmann::json(std::string(text))
-      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  out += nlohmann::json(std::string(text))
+             .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string JsonQuote(std::string_view text) {
+  std::string quoted;
+  AppendJsonQuoted(quoted, text);
+  return quoted;
 }
 
 void JsonLine::Key(std::string_view key) {
-  body_ += body_.empty() ? "\"" : ",\"";
+  body_ += body_.size() == 1 ? "\"" : ",\"";
   body_ += key;  // keys are gpuctl's own names: plain ASCII
   body_ += "\":";
 }
 
 JsonLine& JsonLine::Text(std::string_view key, std::string_view value) {
   Key(key);
-  body_ += JsonQuote(value);
+  AppendJsonQuoted(body_, value);
   return *this;
 }
 
 JsonLine& JsonLine::Number(std::string_view key, long long value) {
   Key(key);
-  body_ += std::to_string(value);
+  char digits[24];
+  const auto [end, ec] = std::to_chars(digits, digits + sizeof digits, value);
+  body_.append(digits, end);
   return *this;
 }
 
@@ -58,6 +66,13 @@ JsonLine& JsonLine::Raw(std::string_view key, std::string_view json) {
   return *this;
 }
 
-std::string JsonLine::str() const { return '{' + body_ + '}'; }
+std::string JsonLine::str() const { return body_ + '}'; }
+
+std::string JsonLine::Take() {
+  body_ += '}';
+  std::string line = std::move(body_);
+  body_ = "{";
+  return line;
+}
 
 }  // namespace gpuctl

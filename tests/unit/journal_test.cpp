@@ -55,5 +55,26 @@ TEST(Journal, AnyBytesANodePrintedStayOneValidJsonLine) {
   fs::remove_all(run);
 }
 
+TEST(Journal, AChangeStartIsOnDiskAtOnceAndTheRestByTheEnd) {
+  char dir[] = "/tmp/gpuctl-journal.XXXXXX";
+  const fs::path run = mkdtemp(dir);
+  {
+    Journal journal(run.string());
+    CommandResult result;
+    journal.CommandFinished("worker1", "os.swap", Activity::kProbe, result);
+    journal.CommandStarted("worker1", "gpu.driver", Activity::kChange, "install");
+    // Read while the run goes on: a run killed now leaves both lines.
+    const auto now = ReadLines(run / "journal.jsonl");
+    ASSERT_EQ(now.size(), 2U);
+    EXPECT_EQ(now[1]["event"], "start");
+    EXPECT_EQ(now[1]["activity"], "change");
+    for (int i = 0; i < 1000; ++i) {
+      journal.CommandFinished("worker1", "os.swap", Activity::kProbe, result);
+    }
+  }  // no Flush: closing the journal writes what it held
+  EXPECT_EQ(ReadLines(run / "journal.jsonl").size(), 1002U);
+  fs::remove_all(run);
+}
+
 }  // namespace
 }  // namespace gpuctl

@@ -44,5 +44,17 @@ TEST(JsonLine, BytesThatAreNotUtf8BecomeReplacementCharacters) {
             std::string("nul\0here", 8));
 }
 
+TEST(JsonLine, TakeGivesTheLineAndStartsAnEmptyOne) {
+  JsonLine line;
+  line.Text("a", "1").Number("n", 7);
+  const std::string text = line.str();
+  EXPECT_EQ(text, R"({"a":"1","n":7})");
+  EXPECT_EQ(line.Take(), text);
+  EXPECT_EQ(line.str(), "{}");
+  std::string appended = "x=";
+  AppendJsonQuoted(appended, "say \"hi\"");
+  EXPECT_EQ(appended, R"(x="say \"hi\"")");
+}
+
 }  // namespace
 }  // namespace gpuctl

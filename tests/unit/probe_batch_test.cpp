@@ -138,6 +138,40 @@ TEST(ProbeBatch, MarkersWithAnotherNonceAreJustOutput) {
   EXPECT_EQ(results.at(1).exit_status, 1);
 }
 
+TEST(ProbeBatch, MarkersReadAsTheyAlwaysWere) {
+  // Blanks before a field, a sign, an end without a status, a word that only
+  // starts like one: read as the sscanf("%zu %7s %d") this replaced read them.
+  const std::string out =
+      "\n@@n0  1 begin\na\n\n@@n0 1 end  +3\n"
+      "\n@@n0 2 begin\nb\n@@n0 2 ending 0\n@@n0 x end 0\n\n@@n0 2 end\n"
+      "\n@@n0 3 begin\n\n@@n0 3 end -2\n";
+  const auto results = SplitBatchOutput(out, "", "n0");
+  ASSERT_EQ(results.size(), 3U);
+  EXPECT_EQ(results.at(1).exit_status, 3);
+  EXPECT_EQ(results.at(1).out, "a\n");
+  EXPECT_EQ(results.at(2).exit_status, -1);
+  EXPECT_EQ(results.at(2).out, "b\n@@n0 2 ending 0\n@@n0 x end 0\n");
+  EXPECT_EQ(results.at(3).exit_status, -2);
+  EXPECT_EQ(results.at(3).out, "");
+}
+
+TEST(ProbeBatch, TheScriptIsTheSameTextAsEver) {
+  // What a node's shell receives, spelled out: the fake transport and any
+  // tool reading a batch back rely on it.
+  const std::vector<BatchEntry> entries{{3, "probe a", {{"GPUCTL_A", "x"}}}, {8, "probe b\n", {}}};
+  EXPECT_EQ(BuildBatchScript("p", entries, "nZ"),
+            "p\n"
+            "printf '\\n@@nZ 3 begin\\n'; printf '\\n@@nZ 3 begin\\n' >&2\n(\n"
+            "export GPUCTL_A='x'\n"
+            "probe a\n"
+            ") </dev/null\ngpuctl_rc=$?\n"
+            "printf '\\n@@nZ 3 end %s\\n' \"$gpuctl_rc\"; printf '\\n@@nZ 3 end\\n' >&2\n"
+            "printf '\\n@@nZ 8 begin\\n'; printf '\\n@@nZ 8 begin\\n' >&2\n(\n"
+            "probe b\n"
+            ") </dev/null\ngpuctl_rc=$?\n"
+            "printf '\\n@@nZ 8 end %s\\n' \"$gpuctl_rc\"; printf '\\n@@nZ 8 end\\n' >&2\n");
+}
+
 TEST(ShellQuote, SurvivesSingleQuotes) { EXPECT_EQ(ShellQuote("a'b"), "'a'\\''b'"); }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "gpuctl/run/reporter.h"
+#include "gpuctl/util/json_line.h"
 
 namespace gpuctl {
 
@@ -17,6 +18,10 @@ class Journal : public Reporter {
   // Creates `run_dir` (and parents) and opens run_dir/journal.jsonl.
   // Throws std::runtime_error if it cannot.
   explicit Journal(const std::string& run_dir);
+  // Writes what is still buffered.
+  ~Journal() override;
+  Journal(const Journal&) = delete;
+  Journal& operator=(const Journal&) = delete;
 
   void PhaseStarted(const std::string& title) override;
   void NodeConnected(const std::string& node, std::chrono::milliseconds took) override;
@@ -38,10 +43,13 @@ class Journal : public Reporter {
   void Flush();
 
  private:
-  // `flush`: the line must be on disk before the run goes on.
-  void Write(const std::string& line, bool flush = false);
+  // `flush`: the line must be on disk before the run goes on. Takes the
+  // line's text (the line is spent).
+  void Write(JsonLine& line, bool flush = false);
+  void WriteBufferLocked();
   std::mutex mutex_;
   std::ofstream out_;
+  std::string buffer_;  // lines not yet handed to out_
 };
 
 // Steps a previous run started and never finished (it was killed, or lost the
