@@ -24,6 +24,9 @@ build_pkgs=(
   # The completion tests load the generated zsh and fish scripts in the real
   # shells (bash is always there).
   zsh fish
+  # The live board's test (tests/unit/cli_ssh_board_test.cpp) runs apply in a
+  # tmux pane and reads the screen as a person would see it.
+  tmux
 )
 # dpkg-dev, rpm (rpmbuild), createrepo-c and gcc build the lab's package
 # repository (lab/build-repo.sh; gcc makes the stand-ins' stub libraries).

@@ -126,7 +126,8 @@ const ApplyAction::Prepared& ApplyAction::Prepare() {
                                        step));
     }
   }
-  pipeline_.Add(MakeConnectPhase())
+  pipeline_.Add(MakeReachPhase(spec_.reach))
+      .Add(MakeConnectPhase())
       .Add(MakeIdentifyPhase())
       .Add(MakePlanPhase(spec_.inventory))
       .Add(MakeLimitPhase(spec_.targets))

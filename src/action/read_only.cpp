@@ -13,7 +13,8 @@ ReadOnlyResult RunReadOnly(Spec& spec, Transport& transport, Reporter& progress,
   RunContext context(spec.inventory, spec.catalog, result.plan, transport, progress, options);
   TraceRedactor(transport, context.redactor);
   Pipeline pipeline;
-  pipeline.Add(MakeConnectPhase())
+  pipeline.Add(MakeReachPhase(spec.reach))
+      .Add(MakeConnectPhase())
       .Add(MakeIdentifyPhase())
       .Add(MakePlanPhase(spec.inventory, scope))
       .Add(MakeLimitPhase(spec.targets))

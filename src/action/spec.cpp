@@ -1,5 +1,6 @@
 #include "gpuctl/action/spec.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -60,7 +61,34 @@ std::optional<Spec> LoadSpec(const std::string& inventory_path, const SpecOption
           targets.size(), names.size());
     }
   }
-  return Spec{std::move(*inventory), std::move(*catalog), Digest(*text), std::move(targets)};
+  std::set<std::string> reach = NodesReached(*inventory, *catalog, targets);
+  return Spec{std::move(*inventory), std::move(*catalog), Digest(*text), std::move(targets),
+              std::move(reach)};
+}
+
+std::set<std::string> NodesReached(const Inventory& inventory, const Catalog& catalog,
+                                   const std::set<std::string>& targets) {
+  std::set<std::string> reach;
+  if (targets.empty()) {
+    return reach;
+  }
+  const bool any_auto = std::any_of(inventory.nodes.begin(), inventory.nodes.end(),
+                                    [](const Node& node) { return node.os.IsAuto(); });
+  for (const OsFamily family : {OsFamily::kDebian, OsFamily::kRhel}) {
+    Inventory guess = inventory;
+    for (Node& node : guess.nodes) {
+      if (node.os.IsAuto()) {
+        node.os.family = family;
+      }
+    }
+    const Plan limited = LimitPlan(Plan::Build(guess, catalog), targets);
+    reach.insert(limited.nodes().begin(), limited.nodes().end());
+    if (!any_auto) {
+      break;  // every node's family is known: one plan says it all
+    }
+  }
+  reach.insert(targets.begin(), targets.end());
+  return reach;
 }
 
 Plan LimitPlan(const Plan& plan, const std::set<std::string>& targets) {
@@ -152,6 +180,25 @@ std::string OutsideLimitRefusal(const Plan& plan, const std::set<std::string>& t
 
 namespace {
 
+class ReachPhase : public Phase {
+ public:
+  explicit ReachPhase(const std::set<std::string>& reach) : reach_(reach) {}
+  [[nodiscard]] std::string Title() const override { return "reach"; }
+  void Run(RunContext& context) override {
+    if (reach_.empty()) {
+      return;
+    }
+    for (const Node& node : context.inventory.nodes) {
+      if (reach_.count(node.name) == 0) {
+        context.LeaveOut(node.name);
+      }
+    }
+  }
+
+ private:
+  const std::set<std::string>& reach_;
+};
+
 class LimitPhase : public Phase {
  public:
   explicit LimitPhase(const std::set<std::string>& targets) : targets_(targets) {}
@@ -201,6 +248,10 @@ class LimitRefusalPhase : public Phase {
 };
 
 }  // namespace
+
+std::unique_ptr<Phase> MakeReachPhase(const std::set<std::string>& reach) {
+  return std::make_unique<ReachPhase>(reach);
+}
 
 std::unique_ptr<Phase> MakeLimitPhase(const std::set<std::string>& targets) {
   return std::make_unique<LimitPhase>(targets);

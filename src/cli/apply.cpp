@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/inputs.h"
 #include "cli/interrupt.h"
+#include "cli/progress.h"
 #include "gpuctl/action/apply_action.h"
 #include "gpuctl/util/terminal.h"
 #include "gpuctl/view/apply_view.h"
@@ -73,12 +74,10 @@ int RunApply(const ApplyCliOptions& options, const GlobalOptions& global) {
   settings.executor.interrupted = &interrupted;
 
   auto transport = NodeTransport();
-  LineReporter lines(std::cerr, global.verbosity);
-  lines.SetWidth(TerminalWidth(STDERR_FILENO));
-  lines.ShowOk(options.show_ok);
+  auto board = MakeProgress(global, *spec, options.show_ok);
   NodeTimer timer;  // how long each node worked, for the recap
   TeeReporter progress;
-  progress.Add(&lines);
+  progress.Add(board.get());
   progress.Add(&timer);
   ApplyAction action(*spec, *target, *transport, progress, settings);
   // With -o json, stdout carries one document at the end (docs/json.md);
@@ -94,6 +93,7 @@ int RunApply(const ApplyCliOptions& options, const GlobalOptions& global) {
 
   bool refused = false;
   const ApplyAction::Prepared& prepared = action.Prepare();
+  board->Hide();  // the plan and the question go below, not under a board
   if (!prepared.drift.empty()) {
     std::cerr << SavedPlanMovedMessage(prepared.drift);
     refused = true;
@@ -108,7 +108,10 @@ int RunApply(const ApplyCliOptions& options, const GlobalOptions& global) {
         out << CancelledMessage();
         refused = true;
       } else {
+        board->Expect(action.plan());
+        board->Show();
         action.Apply();
+        board->Hide();
       }
     }
   }

@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "cli/inputs.h"
+#include "cli/progress.h"
 #include "gpuctl/action/read_only.h"
 #include "gpuctl/util/terminal.h"
 #include "gpuctl/view/check_view.h"
@@ -25,10 +26,10 @@ int RunCheck(const CheckOptions& options, const GlobalOptions& global) {
     return kExitError;
   }
   auto transport = NodeTransport();
-  LineReporter progress(std::cerr, global.verbosity);
-  progress.SetWidth(TerminalWidth(STDERR_FILENO));
+  auto progress = MakeProgress(global, *spec, false);
   const ReadOnlyResult result =
-      CheckAction(*spec, *transport, progress, options.connect.Run(), options.deep);
+      CheckAction(*spec, *transport, *progress, options.connect.Run(), options.deep);
+  progress->Hide();  // the result goes below, not under a board
   const Plan& plan = result.plan;
   const auto& errors = result.node_errors;
   const CheckReport report =

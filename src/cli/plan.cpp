@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/inputs.h"
+#include "cli/progress.h"
 #include "gpuctl/action/read_only.h"
 #include "gpuctl/util/terminal.h"
 
@@ -26,9 +27,9 @@ int RunPlan(const PlanOptions& options, const GlobalOptions& global) {
     return kExitError;
   }
   auto transport = NodeTransport();
-  LineReporter progress(std::cerr, global.verbosity);
-  progress.SetWidth(TerminalWidth(STDERR_FILENO));
-  const ReadOnlyResult result = PlanAction(*spec, *transport, progress, options.connect.Run());
+  auto progress = MakeProgress(global, *spec, false);
+  const ReadOnlyResult result = PlanAction(*spec, *transport, *progress, options.connect.Run());
+  progress->Hide();  // the result goes below, not under a board
   const Plan& plan = result.plan;
   const auto& errors = result.node_errors;
   const PlanHeader header = HeaderFor(*spec);

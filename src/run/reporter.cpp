@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "gpuctl/util/terminal.h"
+#include "gpuctl/util/text.h"
 
 namespace gpuctl {
 namespace {
@@ -64,7 +65,11 @@ void TeeReporter::Note(const std::string& node, const std::string& message) {
 
 void LineReporter::Line(const std::string& node, const std::string& step, const std::string& text) {
   std::lock_guard lock(mutex_);
-  out_ << FitLine(fmt::format("{:<12} {:<28} {}", node, step, text), width_) << '\n' << std::flush;
+  out_ << FitLine(fmt::format("{}{:<12} {:<28} {}", timestamps_ ? TimeOfDay() + " " : "", node,
+                              step, text),
+                  width_)
+       << '\n'
+       << std::flush;
 }
 
 void LineReporter::PhaseStarted(const std::string& title) {
@@ -86,6 +91,10 @@ void LineReporter::NodeFailed(const std::string& node, const std::string& error)
 
 void LineReporter::CommandStarted(const std::string& node, const std::string& step,
                                   Activity activity, const std::string& script) {
+  if (activity == Activity::kChange) {
+    std::lock_guard lock(mutex_);
+    changing_.try_emplace({node, step}, std::chrono::steady_clock::now());
+  }
   if (verbosity_ > 0) {
     std::lock_guard lock(mutex_);
     out_ << fmt::format("{:<12} {:<28} {} script:\n{}", node, step, ToString(activity),
@@ -106,11 +115,22 @@ void LineReporter::CommandFinished(const std::string& node, const std::string& s
 }
 
 void LineReporter::ItemUpdated(const PlanItem& item) {
-  if (verbosity_ > 0 || item.state == ItemState::kApplied || item.state == ItemState::kFailed ||
-      (show_ok_ && item.state == ItemState::kSatisfied)) {
-    Line(item.node, item.step,
-         ToString(item.state) + (item.detail.empty() ? "" : ": " + item.detail));
+  const bool ended = item.state == ItemState::kApplied || item.state == ItemState::kFailed;
+  if (!ended && verbosity_ == 0 && !(show_ok_ && item.state == ItemState::kSatisfied)) {
+    return;
   }
+  std::string took;
+  if (ended) {
+    std::lock_guard lock(mutex_);
+    if (auto started = changing_.find({item.node, item.step}); started != changing_.end()) {
+      took = fmt::format(" {} {}", item.state == ItemState::kApplied ? "in" : "after",
+                         HumanDuration(std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::steady_clock::now() - started->second)));
+      changing_.erase(started);
+    }
+  }
+  Line(item.node, item.step,
+       ToString(item.state) + took + (item.detail.empty() ? "" : ": " + item.detail));
 }
 
 void LineReporter::Note(const std::string& node, const std::string& message) {

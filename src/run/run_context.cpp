@@ -41,10 +41,16 @@ std::map<std::string, std::string> RunContext::NodeErrors() const {
   return node_errors_;
 }
 
+void RunContext::LeaveOut(const std::string& node) {
+  std::lock_guard lock(mutex_);
+  left_out_.insert(node);
+}
+
 std::vector<const Node*> RunContext::HealthyNodes() const {
   std::vector<const Node*> out;
+  std::lock_guard lock(mutex_);
   for (const auto& node : inventory.nodes) {
-    if (!IsFailed(node.name)) {
+    if (node_errors_.count(node.name) == 0 && left_out_.count(node.name) == 0) {
       out.push_back(&node);
     }
   }

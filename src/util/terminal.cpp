@@ -47,25 +47,31 @@ std::size_t Columns(std::string_view line) {
   return columns;
 }
 
-}  // namespace
-
-std::size_t TerminalWidth(int fd) {
+// One dimension of the terminal on `fd`: the variable `env` when it holds a
+// positive number (the user's override), else the kernel's window size.
+std::size_t TerminalSize(int fd, const char* env, unsigned short winsize::*field) {
   if (isatty(fd) == 0) {
     return 0;
   }
-  if (const char* env = std::getenv("COLUMNS"); env != nullptr && *env != '\0') {
+  if (const char* value = std::getenv(env); value != nullptr && *value != '\0') {
     char* end = nullptr;
-    const long columns = std::strtol(env, &end, 10);
-    if (*end == '\0' && columns > 0) {
-      return static_cast<std::size_t>(columns);
+    const long n = std::strtol(value, &end, 10);
+    if (*end == '\0' && n > 0) {
+      return static_cast<std::size_t>(n);
     }
   }
   winsize size{};
-  if (ioctl(fd, TIOCGWINSZ, &size) == 0 && size.ws_col > 0) {
-    return size.ws_col;
+  if (ioctl(fd, TIOCGWINSZ, &size) == 0 && size.*field > 0) {
+    return size.*field;
   }
   return 0;
 }
+
+}  // namespace
+
+std::size_t TerminalWidth(int fd) { return TerminalSize(fd, "COLUMNS", &winsize::ws_col); }
+
+std::size_t TerminalHeight(int fd) { return TerminalSize(fd, "LINES", &winsize::ws_row); }
 
 std::string FitLine(std::string_view line, std::size_t width) {
   if (width == 0 || Columns(line) <= width) {

@@ -1,5 +1,9 @@
 #include "gpuctl/util/text.h"
 
+#include <fmt/format.h>
+
+#include <ctime>
+
 namespace gpuctl {
 
 std::string Join(const std::vector<std::string>& items, std::string_view separator) {
@@ -32,6 +36,25 @@ std::string Tail(const std::string& text, std::size_t max_lines) {
     pos = nl;
   }
   return pos == 0 ? trimmed : trimmed.substr(pos + 1);
+}
+
+std::string HumanDuration(std::chrono::milliseconds took) {
+  if (took < std::chrono::seconds(60)) {
+    return fmt::format("{:.1f}s", static_cast<double>(took.count()) / 1000.0);
+  }
+  const long long seconds = (took.count() + 500) / 1000;
+  if (seconds >= 3600) {
+    return fmt::format("{}h{:02}m{:02}s", seconds / 3600, seconds % 3600 / 60, seconds % 60);
+  }
+  return fmt::format("{}m{:02}s", seconds / 60, seconds % 60);
+}
+
+std::string TimeOfDay() {
+  const std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  char text[16];
+  return std::strftime(text, sizeof(text), "%H:%M:%S", &local) > 0 ? text : "";
 }
 
 }  // namespace gpuctl

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "gpuctl/util/terminal.h"
+#include "gpuctl/util/text.h"
 #include "gpuctl/view/fold.h"
 
 namespace gpuctl {
@@ -67,16 +68,7 @@ std::string InterruptedMessage() {
          "rest did not start. Run apply again to continue.\n";
 }
 
-std::string RecapDuration(std::chrono::milliseconds took) {
-  if (took < std::chrono::seconds(60)) {
-    return fmt::format("{:.1f}s", static_cast<double>(took.count()) / 1000.0);
-  }
-  const long long seconds = (took.count() + 500) / 1000;
-  if (seconds >= 3600) {
-    return fmt::format("{}h{:02}m{:02}s", seconds / 3600, seconds % 3600 / 60, seconds % 60);
-  }
-  return fmt::format("{}m{:02}s", seconds / 60, seconds % 60);
-}
+std::string RecapDuration(std::chrono::milliseconds took) { return HumanDuration(took); }
 
 std::string RecapText(const Plan& plan, const Inventory& inventory,
                       const std::map<std::string, std::chrono::milliseconds>& node_times,

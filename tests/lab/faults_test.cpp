@@ -22,6 +22,7 @@
 #include <chrono>
 #include <iostream>
 #include <mutex>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -178,11 +179,13 @@ std::string NodeFailure(const std::string& run_dir, const std::string& node) {
   return "";
 }
 
-// The output line that names `node` and holds `text` (trimmed), or "".
+// The output line that names `node` and holds `text` (trimmed), or "". In
+// a pipe each line starts with the time of day ("14:03:07 "), then the node.
 std::string LineWith(const std::string& output, const std::string& node, const std::string& text) {
+  const std::regex starts("^([0-9]{2}:[0-9]{2}:[0-9]{2} )?" + node + " ");
   std::istringstream lines(output);
   for (std::string line; std::getline(lines, line);) {
-    if (line.rfind(node, 0) == 0 && line.find(text) != std::string::npos) {
+    if (std::regex_search(line, starts) && line.find(text) != std::string::npos) {
       while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
       return line;
     }

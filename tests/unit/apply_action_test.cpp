@@ -201,7 +201,7 @@ TEST_F(ApplyActionTest, ASavedPlanNothingMovedSinceIsAppliedAsSaved) {
 }
 
 TEST_F(ApplyActionTest, ANodeLockedByAnotherRunIsLeftOutNamingTheHolder) {
-  transport.When("worker1", "mkdir \"$d/lock\"", 1,
+  transport.When("worker1", "mv -T \"$t\" \"$d/lock\"", 1,
                  "run=20261124T010000Z-77\nuser=alice host=console2 pid=77 "
                  "started=2026-11-24T01:00:00Z\n");
   Reporter quiet;
@@ -222,8 +222,8 @@ TEST_F(ApplyActionTest, ANodeLockedByAnotherRunIsLeftOutNamingTheHolder) {
 TEST_F(ApplyActionTest, NodesHeldByOneOtherRunAreSaidOnceNamingThatRunAndTheNodes) {
   const std::string holder =
       "run=20261124T010000Z-77\nuser=alice host=console2 pid=77 started=2026-11-24T01:00:00Z\n";
-  transport.When("worker1", "mkdir \"$d/lock\"", 1, holder);
-  transport.When("worker2", "mkdir \"$d/lock\"", 1, holder);
+  transport.When("worker1", "mv -T \"$t\" \"$d/lock\"", 1, holder);
+  transport.When("worker2", "mv -T \"$t\" \"$d/lock\"", 1, holder);
   class Failures : public Reporter {
    public:
     void NodeFailed(const std::string& node, const std::string& error) override {

@@ -187,6 +187,52 @@ TEST_F(TargetingTest, ALimitedApplyChangesOnlyTheLimitedNodes) {
   EXPECT_EQ(ChangesSentTo("worker2"), 0U);
 }
 
+TEST_F(TargetingTest, ALimitedRunContactsOnlyTheNodesItReads) {
+  MasterIsUp();
+  spec.targets = {"worker1"};
+  spec.reach = NodesReached(spec.inventory, spec.catalog, spec.targets);
+  EXPECT_EQ(spec.reach, (std::set<std::string>{"master1", "worker1"}));
+  // worker2 is down: outside the limit and not needed, so not an error.
+  transport.Unreachable("worker2");
+  Reporter quiet;
+  const ReadOnlyResult plan = PlanAction(spec, transport, quiet, {});
+  EXPECT_TRUE(plan.node_errors.empty()) << plan.node_errors.begin()->second;
+  {
+    ApplyAction action(spec, inventory_target, transport, quiet, Settings("run1"));
+    EXPECT_TRUE(action.Prepare().has_changes);
+    action.Apply();
+    action.Finish();
+    EXPECT_TRUE(action.NodeErrors().empty());
+    EXPECT_EQ(action.Outcome(), "applied");
+  }
+  EXPECT_EQ(ChangesSentTo("worker1"), 2U);
+  EXPECT_TRUE(transport.RecordsFor("worker2").empty());
+
+  // Without a limit the same down node is an error, as it should be.
+  spec.targets.clear();
+  spec.reach.clear();
+  EXPECT_EQ(PlanAction(spec, transport, quiet, {}).node_errors.count("worker2"), 1U);
+}
+
+TEST_F(TargetingTest, WithAnAutoNodeTheReachCoversEitherFamily) {
+  // k8s.init only for rhel here: whether the master's init is read depends
+  // on the family, unknown before it is asked, so the master is contacted.
+  spec.catalog = Catalog::FromSteps(
+      {[] {
+         Step init = MakeStep("k8s.init", {Role::kMaster});
+         init.families = {OsFamily::kRhel};
+         return init;
+       }(),
+       MakeStep("k8s.join", {Role::kWorker}, {OnRole("k8s.init", Role::kMaster)})});
+  EXPECT_EQ(NodesReached(spec.inventory, spec.catalog, {"worker1"}),
+            (std::set<std::string>{"worker1"}))
+      << "a debian master has no init for the join to wait for";
+  spec.inventory.nodes[0].os.id = "auto";
+  EXPECT_EQ(NodesReached(spec.inventory, spec.catalog, {"worker1"}),
+            (std::set<std::string>{"master1", "worker1"}));
+  EXPECT_TRUE(NodesReached(spec.inventory, spec.catalog, {}).empty()) << "no limit: every node";
+}
+
 // The command line: --limit before or after the subcommand; a name that is
 // no node stops the run before any node is contacted (the inventory's
 // addresses are not reachable from here: an attempt would say so).

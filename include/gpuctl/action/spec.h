@@ -26,6 +26,11 @@ struct Spec {
   // Nodes outside it are still read (probed) where a target's step waits for
   // their state (the master's k8s.init for a worker's join), never changed.
   std::set<std::string> targets;
+  // With targets: the nodes the run contacts at all, the targets and the
+  // nodes whose state their steps read (NodesReached); the others are not
+  // connected to, so a node that is down outside the limit does not stop it.
+  // Empty: every node.
+  std::set<std::string> reach;
 };
 
 struct SpecOptions {
@@ -48,6 +53,13 @@ std::optional<Spec> LoadSpec(const std::string& inventory_path, const SpecOption
 // when `targets` is empty.
 Plan LimitPlan(const Plan& plan, const std::set<std::string>& targets);
 
+// The nodes a run limited to `targets` must contact: those of LimitPlan over
+// the inventory's plan. Built before any node says which OS it runs, so a
+// node with `os: auto` counts under either family (a step of one family
+// only may link it): a node that might be needed is contacted.
+std::set<std::string> NodesReached(const Inventory& inventory, const Catalog& catalog,
+                                   const std::set<std::string>& targets);
+
 // The items of `plan` outside `targets` that are not known to be done
 // (would change, or cannot tell yet): "m1 k8s.init", one per item, in plan
 // order. A limited run with any of these refuses (docs/exit-codes.md).
@@ -65,6 +77,9 @@ std::string OutsideLimitRefusal(const Plan& plan, const std::set<std::string>& t
 // `stop_all`, every item of the plan is marked not to be worked on (apply
 // changes nothing). Both do nothing without targets.
 std::unique_ptr<Phase> MakeLimitPhase(const std::set<std::string>& targets);
+// First in a limited run: leaves the nodes outside `reach` out of it
+// (RunContext::LeaveOut); nothing without a reach.
+std::unique_ptr<Phase> MakeReachPhase(const std::set<std::string>& reach);
 std::unique_ptr<Phase> MakeLimitRefusalPhase(const std::set<std::string>& targets, bool stop_all);
 
 // The header of a plan of `spec`; call it after the run resolved each node's

@@ -57,9 +57,10 @@ class TeeReporter : public Reporter {
 };
 
 // Progress lines on a stream (stderr), each naming node and step:
-// "worker1  gpu.driver  change: exit 0 in 12.3s". verbosity 1 adds each
-// command and its output. What is already true (a step found satisfied) is
-// said only with ShowOk or -v.
+// "worker1  gpu.driver  applied in 12.3s", the time from the step's first
+// change command to its verdict (a reboot it waited for included).
+// verbosity 1 adds each command and its output. What is already true (a step
+// found satisfied) is said only with ShowOk or -v.
 class LineReporter : public Reporter {
  public:
   LineReporter(std::ostream& out, int verbosity) : out_(out), verbosity_(verbosity) {}
@@ -67,6 +68,9 @@ class LineReporter : public Reporter {
   // when the stream is not a terminal); a command's output under -v is not.
   void SetWidth(std::size_t width) { width_ = width; }
   void ShowOk(bool show) { show_ok_ = show; }
+  // Each line starts with the local time ("14:03:07 "): for output that is
+  // read later (a pipe, a log, CI), where no board shows what runs when.
+  void SetTimestamps(bool on) { timestamps_ = on; }
   void PhaseStarted(const std::string& title) override;
   void NodeConnected(const std::string& node, std::chrono::milliseconds took) override;
   void NodeFailed(const std::string& node, const std::string& error) override;
@@ -84,6 +88,9 @@ class LineReporter : public Reporter {
   int verbosity_;
   std::size_t width_ = 0;
   bool show_ok_ = false;
+  bool timestamps_ = false;
+  // When each step being changed ran its first change command, by node and step.
+  std::map<std::pair<std::string, std::string>, std::chrono::steady_clock::time_point> changing_;
 };
 
 // How long each node worked in one phase ("apply"): from its first event in

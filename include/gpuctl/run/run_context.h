@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include "gpuctl/model/catalog.h"
@@ -65,7 +66,10 @@ class RunContext {
   [[nodiscard]] bool IsFailed(const std::string& node) const;
   [[nodiscard]] std::map<std::string, std::string> NodeErrors() const;
 
-  // Nodes still in the run, in inventory order.
+  // Leaves a node out of the run before it starts (a limited run that does
+  // not need it): not connected to, not an error, not among HealthyNodes.
+  void LeaveOut(const std::string& node);
+  // Nodes still in the run (neither failed nor left out), in inventory order.
   [[nodiscard]] std::vector<const Node*> HealthyNodes() const;
 
   // The OS each node's os-release identified (the identify phase), for the
@@ -80,6 +84,7 @@ class RunContext {
   mutable std::mutex mutex_;
   std::map<std::string, std::unique_ptr<Connection>> connections_;
   std::map<std::string, std::string> node_errors_;
+  std::set<std::string> left_out_;  // LeaveOut
   std::map<std::string, OsRelease> node_os_;
   std::map<std::string, std::string> node_host_keys_;
 };

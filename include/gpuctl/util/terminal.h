@@ -14,6 +14,10 @@ namespace gpuctl {
 // (TIOCGWINSZ), else 0.
 std::size_t TerminalWidth(int fd);
 
+// Rows of the terminal on `fd`: 0 when it is not a terminal; else $LINES
+// when set to a number, else what the terminal says, else 0.
+std::size_t TerminalHeight(int fd);
+
 // `line` (no newline) cut to `width` columns, its last column "…" when cut.
 // ANSI colour sequences take no column and a cut line ends its colour; a
 // UTF-8 character is one column and never split. `width` 0: unchanged.

@@ -56,9 +56,9 @@ class ConnectPhase : public Phase {
   }
 
   void Run(RunContext& context) override {
-    const auto& nodes = context.inventory.nodes;
+    const auto nodes = context.HealthyNodes();  // not those a limited run leaves out
     ParallelEach(nodes.size(), context.options.concurrency, [&](std::size_t i) {
-      const Node& node = nodes[i];
+      const Node& node = *nodes[i];
       if (context.ConnectionTo(node.name) != nullptr) {
         return;  // a resumed run may already hold one
       }

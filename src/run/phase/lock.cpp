@@ -1,5 +1,5 @@
-// Lock: one apply at a time per node. mkdir is atomic on every filesystem, so
-// two runs racing for the same node cannot both win. The lock lives under
+// Lock: one apply at a time per node. rename(2) of a directory is atomic on
+// every filesystem, so two runs racing for the same node cannot both win. The lock lives under
 // /var/lib (not /run) so it survives the reboots a run itself causes.
 #include <signal.h>
 #include <unistd.h>
@@ -24,10 +24,16 @@ if [ "${GPUCTL_BREAK_LOCK:-0}" = 1 ] && [ -d "$d/lock" ]; then
   echo "breaking lock held by: $(cat "$d/lock/holder" 2>/dev/null)" >&2
   rm -rf "$d/lock"
 fi
-if mkdir "$d/lock" 2>/dev/null; then
-  printf 'run=%s\n%s\n' "$GPUCTL_RUN_ID" "$GPUCTL_HOLDER" >"$d/lock/holder"
+# The lock appears with its holder already inside: built aside, then renamed
+# into place (atomic; it fails when a lock with a holder is there), so no one
+# ever reads a lock without a holder, not even a run killed halfway.
+t="$d/lock.new.$$"
+rm -rf "$t"
+mkdir "$t" && printf 'run=%s\n%s\n' "$GPUCTL_RUN_ID" "$GPUCTL_HOLDER" >"$t/holder"
+if mv -T "$t" "$d/lock" 2>/dev/null; then
   exit 0
 fi
+rm -rf "$t"
 if [ "$(sed -n 's/^run=//p' "$d/lock/holder" 2>/dev/null)" = "$GPUCTL_RUN_ID" ]; then
   exit 0
 fi
