@@ -103,16 +103,93 @@ Executor::Executor(RunContext& context, ApplyOptions options)
     : context_(context),
       options_(options),
       holders_(context.inventory.RoleHolders()),
-      scheduler_(LimitsFor(context, options), ScheduledItems(context.plan), FailedNodes(context)) {}
+      at_work_target_(std::max<std::size_t>(1, context.options.concurrency)),
+      scheduler_(
+          [&] {
+            SchedulerLimits limits = LimitsFor(context, options);
+            limits.on_wait = [this](bool waiting) { WalkerWaits(waiting); };
+            return limits;
+          }(),
+          ScheduledItems(context.plan), FailedNodes(context)) {}
 
 void Executor::Run() {
-  const auto nodes = context_.HealthyNodes();
-  // One walker per node: walkers spend most of their time waiting on the
-  // network or on other nodes, and slots (not threads) bound the real work.
+  // Slots (not threads) bound the real work: a walker at work holds one or
+  // queues for one. A walker that waits for anything else no longer counts
+  // as at work, and another is started (or woken) in its place while nodes
+  // are left, so every node is reached however they wait on each other.
   std::vector<std::jthread> walkers;
-  walkers.reserve(nodes.size());
-  for (const Node* node : nodes) {
-    walkers.emplace_back([this, node] { WalkNode(*node); });
+  std::unique_lock lock(pool_mutex_);
+  to_walk_ = context_.HealthyNodes();
+  next_node_ = 0;
+  while (next_node_ < to_walk_.size()) {
+    if (at_work_ >= at_work_target_) {
+      at_work_changed_.wait(lock);
+      continue;
+    }
+    ++at_work_;  // counted for the walker it starts or wakes
+    if (idle_ > wake_) {
+      ++wake_;
+      idle_woken_.notify_one();
+    } else {
+      walkers.emplace_back([this] { Walker(); });
+    }
+  }
+  // Every node has its walker: idle ones leave, the others finish.
+  idle_woken_.notify_all();
+  lock.unlock();
+  walkers.clear();  // joins
+}
+
+void Executor::Walker() {
+  std::unique_lock lock(pool_mutex_);
+  bool counted = true;  // Run counted this walker at work
+  while (next_node_ < to_walk_.size()) {
+    if (!counted) {
+      idle_woken_.wait(lock, [&] { return wake_ > 0 || next_node_ == to_walk_.size(); });
+      if (wake_ == 0) {
+        break;  // nothing left to start
+      }
+      --wake_;
+      --idle_;
+      counted = true;
+      continue;
+    }
+    if (at_work_ > at_work_target_) {
+      // More at work than there are slots (a wait ended): this one rests
+      // until Run needs it, rather than a thread started for every wait.
+      --at_work_;
+      ++idle_;
+      counted = false;
+      continue;
+    }
+    const Node* node = to_walk_[next_node_++];
+    if (next_node_ == to_walk_.size()) {
+      at_work_changed_.notify_one();  // Run stops starting walkers
+    }
+    lock.unlock();
+    WalkNode(*node);
+    lock.lock();
+  }
+  if (counted) {
+    --at_work_;
+  } else {
+    --idle_;
+  }
+}
+
+void Executor::WalkerWaits(bool waiting) {
+  // A walker's waits nest (the reboot wait holds the batch's); the
+  // outermost one counts.
+  thread_local int depth = 0;
+  if (waiting ? depth++ != 0 : --depth != 0) {
+    return;
+  }
+  std::lock_guard lock(pool_mutex_);
+  if (waiting) {
+    --at_work_;
+    at_work_changed_.notify_one();
+  } else {
+    ++at_work_;
   }
 }
 
@@ -318,6 +395,20 @@ bool Executor::RunItem(const Node& node, PlanItem& item, bool& reboot_pending, b
 }
 
 bool Executor::RebootAndVerify(const Node& node, std::vector<std::size_t>& awaiting_verify) {
+  // Waiting for the batch and for the node to come back is not work: another
+  // walker takes a node meanwhile (minutes, on real hardware).
+  struct Waiting {
+    Executor& executor;
+    bool over = false;
+    void End() {
+      if (!over) {
+        over = true;
+        executor.WalkerWaits(false);
+      }
+    }
+    ~Waiting() { End(); }
+  } waiting{*this};
+  WalkerWaits(true);
   if (!scheduler_.EnterRebootBatch(node.name)) {
     // Interrupted before this node's turn: its reboot never starts. What
     // changed stays on disk; the next apply's probe sees the reboot pending.
@@ -368,6 +459,7 @@ bool Executor::RebootAndVerify(const Node& node, std::vector<std::size_t>& await
     }
     return false;
   }
+  waiting.End();
   Connection* connection = context_.ConnectionTo(node.name);
   context_.reporter.Note(node.name, "back after reboot");
   ScriptRunner runner = context_.RunnerFor(*connection);

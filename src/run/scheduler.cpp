@@ -110,6 +110,11 @@ void Scheduler::WaitUntil(std::unique_lock<std::mutex>& lock, Waiter& waiter, Pr
   if (ready()) {
     return;
   }
+  // A call waits for one kind of thing throughout: a slot, or not.
+  const bool told = !waiter.slot && limits_.on_wait;
+  if (told) {
+    limits_.on_wait(true);
+  }
   held_.insert(&waiter);
   ++waiting_;
   waiting_changed_.notify_all();
@@ -127,6 +132,9 @@ void Scheduler::WaitUntil(std::unique_lock<std::mutex>& lock, Waiter& waiter, Pr
   }
   --waiting_;
   held_.erase(&waiter);
+  if (told) {
+    limits_.on_wait(false);
+  }
 }
 
 bool Scheduler::AwaitWaiting(std::size_t count, std::chrono::seconds limit) {
@@ -293,6 +301,10 @@ bool Scheduler::EnterRebootBatch(const std::string& node) {
   }
   // Even when the run is stopping: a step reaching this node is in flight,
   // and the reboot must not cut it off. Such steps end on their own.
+  const bool told = !unreached() && limits_.on_wait;
+  if (told) {
+    limits_.on_wait(true);
+  }
   while (!unreached()) {
     held_.insert(&waiter);
     ++waiting_;
@@ -303,6 +315,9 @@ bool Scheduler::EnterRebootBatch(const std::string& node) {
     Unregister(waiter);
     --waiting_;
     held_.erase(&waiter);
+  }
+  if (told) {
+    limits_.on_wait(false);
   }
   if (Stopping()) {
     return false;

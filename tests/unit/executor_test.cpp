@@ -200,6 +200,21 @@ TEST_F(ExecutorTest, WorkersJoinOnlyAfterTheMastersInit) {
   EXPECT_LT(IndexOf(order, "master1:k8s.init"), IndexOf(order, "worker2:k8s.join"));
 }
 
+TEST_F(ExecutorTest, ANodeWaitingOnOthersDoesNotHoldUpThoseNotYetStarted) {
+  // One slot, so walkers are few: the master's last step waits for every
+  // worker's join, which waits for the master's init. While the master's
+  // walker waits, the workers must still be walked.
+  steps.push_back(MakeStep("k8s.ready", {Role::kMaster}, {OnRole("k8s.join", Role::kWorker)}));
+  RunOptions run;
+  run.concurrency = 1;
+  const Plan plan = Apply({}, run);
+  EXPECT_EQ(plan.Summarize().applied, 7U);
+  EXPECT_TRUE(errors.empty());
+  const auto order = nodes.order();
+  EXPECT_LT(IndexOf(order, "worker1:k8s.join"), IndexOf(order, "master1:k8s.ready"));
+  EXPECT_LT(IndexOf(order, "worker2:k8s.join"), IndexOf(order, "master1:k8s.ready"));
+}
+
 TEST_F(ExecutorTest, EachChangeIsFollowedByItsVerification) {
   Apply();
   const auto records = transport.RecordsFor("worker2");

@@ -1,6 +1,11 @@
 // Executor: walks a probed Plan and makes it true (ninja's Builder).
 //
-// Every node gets a walker thread that takes its items in order. An item
+// A walker thread walks one node at a time, taking its items in order, then
+// the next node not yet started. There are as many walkers at work as
+// concurrency slots, and one more whenever a walker waits for anything but a
+// slot (another node's item, a reboot), so a waiting node never holds up one
+// that has not started: a thread per node cost a 10,000-node apply a second
+// of creating threads and their stacks. An item
 // waits, without holding a concurrency slot, until everything it depends on
 // (on any node) is done; then it takes a slot, runs the change, and runs the
 // verification probe. A failure stops that node and blocks what waits on it;
@@ -19,7 +24,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -56,6 +63,12 @@ class Executor {
   }
 
  private:
+  // A walker's thread: walks nodes until none is left to start.
+  void Walker();
+  // The scheduler's on_wait, and the executor's own reboot wait: a walker
+  // waiting for something other than a slot (true) is no longer at work
+  // (false: it is again). Nested waits count once.
+  void WalkerWaits(bool waiting);
   void WalkNode(const Node& node);
   // Asks the scheduler whether the item may start. On true it holds its
   // reach on the other nodes it works on until ReleaseReach; on false it is
@@ -78,7 +91,18 @@ class Executor {
   RunContext& context_;
   ApplyOptions options_;
   std::map<Role, std::vector<const Node*>> holders_;  // once: asked for on every item
-  Scheduler scheduler_;                               // everything the node walkers share
+  // The walkers, under pool_mutex_: Run starts or wakes one while fewer than
+  // at_work_target_ are at work and a node is left to start.
+  std::mutex pool_mutex_;
+  std::condition_variable at_work_changed_;  // Run waits on it
+  std::condition_variable idle_woken_;       // walkers with no work wait on it
+  std::vector<const Node*> to_walk_;
+  std::size_t next_node_ = 0;  // to_walk_[next_node_] is the next to start
+  std::size_t at_work_ = 0;    // walking a node, or about to; not waiting
+  std::size_t at_work_target_ = 1;
+  std::size_t idle_ = 0;  // walkers waiting on idle_woken_
+  std::size_t wake_ = 0;  // of those, how many Run has called back to work
+  Scheduler scheduler_;   // everything the node walkers share
 };
 
 }  // namespace gpuctl

@@ -1,10 +1,10 @@
 // Scheduler: what may start now during apply (ninja's Plan next to the
 // Executor's Builder).
 //
-// The Executor runs one walker thread per node. Before an item a walker asks
-// the scheduler whether it may start, before a reboot whether the node may go
-// down, and afterwards it tells the scheduler how things ended. Everything the
-// walkers share lives here, under one mutex: the concurrency slots, how far
+// The Executor's walkers each walk one node at a time. Before an item a walker
+// asks the scheduler whether it may start, before a reboot whether the node may
+// go down, and afterwards it tells the scheduler how things ended. Everything
+// the walkers share lives here, under one mutex: the concurrency slots, how far
 // each item got, which nodes are down for a reboot or reached by a running
 // step on another node, the current reboot batch, the failed nodes, and
 // whether the run is stopping. It runs no command and knows no step, so it is
@@ -15,6 +15,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <functional>
 #include <list>
 #include <map>
 #include <mutex>
@@ -43,6 +44,13 @@ struct SchedulerLimits {
   std::size_t total_nodes = 0;  // the inventory's, the base of max_fail_percent
   // Set from a signal handler, which cannot notify: waits poll it.
   const std::atomic<bool>* interrupted = nullptr;
+  // Called with true as a call starts waiting for something other than a
+  // concurrency slot (another item, a node that is down or reached, the
+  // reboot batch), and with false once that wait is over. The executor
+  // starts or wakes another walker then, so that a waiting node never holds
+  // up one that has not started. Runs under the scheduler's lock: it must
+  // not call the scheduler.
+  std::function<void(bool)> on_wait;
 };
 
 // One plan item as the scheduler sees it: where it runs, what it waits for.
