@@ -50,6 +50,8 @@ bool Holds(StepCondition condition, const Node& node, const Inventory& inv) {
       return NeedsRepository("epel", inv, node);
     case StepCondition::kHostsFile:
       return inv.network.name_resolution == NameResolution::kHostsFile;
+    case StepCondition::kNvswitch:
+      return node.OnNvswitch();
   }
   return false;
 }

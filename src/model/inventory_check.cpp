@@ -202,6 +202,64 @@ void CheckCuda(yaml::Source& source, const Inventory& inv, const InventoryMarks&
   }
 }
 
+// An HGX/DGX baseboard's model, as nvidia-smi names it: SXM modules, which
+// in eights (sixteens on HGX-2) sit on NVSwitch. PCIe and NVL cards never do,
+// and H100 SXM5 reports itself as "NVIDIA H100 80GB HBM3".
+bool IsSxmBoardModel(const std::string& model) {
+  std::string m = Lower(model);
+  if (m.rfind("nvidia ", 0) == 0) {
+    m.erase(0, 7);
+  }
+  if (m.find("pcie") != std::string::npos || m.find("nvl") != std::string::npos) {
+    return false;
+  }
+  if (m.find("sxm") != std::string::npos) {
+    return true;
+  }
+  const std::string first = m.substr(0, m.find_first_of(" -"));
+  if (first == "h100") {
+    return m.find("hbm3") != std::string::npos;
+  }
+  return first == "h200" || first == "h800" || first == "h20" || first == "b100" || first == "b200";
+}
+
+// An 8-GPU SXM board whose inventory does not say whether it is on NVSwitch:
+// the NVSwitch ones need Fabric Manager, or CUDA fails (error 802) while
+// nvidia-smi looks healthy. Once per place written (a range or node_defaults
+// gives many nodes one block).
+void CheckNvswitch(yaml::Source& source, const Inventory& inv, const InventoryMarks& marks) {
+  constexpr int kBoardGpus = 8;
+  std::map<std::pair<int, int>, std::vector<const Node*>> unset;
+  std::vector<std::pair<int, int>> order;
+  for (std::size_t i = 0; i < inv.nodes.size(); ++i) {
+    const Node& node = inv.nodes[i];
+    const auto& gpus = node.hardware.gpus;
+    if (!gpus || gpus->nvswitch || gpus->count < kBoardGpus || !IsSxmBoardModel(gpus->model)) {
+      continue;
+    }
+    const SourceLocation& at = marks.nodes_at[i].gpus;
+    auto& nodes = unset[{at.line, at.column}];
+    if (nodes.empty()) {
+      order.emplace_back(at.line, at.column);
+    }
+    nodes.push_back(&node);
+  }
+  for (const auto& key : order) {
+    const auto& nodes = unset[key];
+    const Node& first = *nodes.front();
+    const std::string who = nodes.size() == 1 ? fmt::format("node {}", first.name)
+                                              : fmt::format("{} nodes ({} .. {})", nodes.size(),
+                                                            first.name, nodes.back()->name);
+    const auto index = static_cast<std::size_t>(&first - inv.nodes.data());
+    source.Warning(marks.nodes_at[index].gpus,
+                   fmt::format("{}: {}x {} is an HGX/DGX board, usually on NVSwitch; set "
+                               "hardware.gpus.nvswitch (true: gpuctl installs NVIDIA Fabric "
+                               "Manager, without which CUDA fails with error 802 \"system not "
+                               "yet initialized\"; false: a board without NVSwitch)",
+                               who, first.hardware.gpus->count, first.hardware.gpus->model));
+  }
+}
+
 }  // namespace
 
 void CheckInventory(yaml::Source& source, Inventory& inventory, const InventoryMarks& marks) {
@@ -210,6 +268,7 @@ void CheckInventory(yaml::Source& source, Inventory& inventory, const InventoryM
   CheckNfs(source, inventory, marks);
   CheckSlurm(source, inventory, marks);
   CheckCuda(source, inventory, marks);
+  CheckNvswitch(source, inventory, marks);
   CheckAirGappedMirrors(source, inventory, marks);
   CheckAirGappedRepositories(source, inventory, marks);
 }

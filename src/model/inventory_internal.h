@@ -29,6 +29,7 @@ struct InventoryMarks {
     SourceLocation name;
     SourceLocation address;
     SourceLocation ib_address;
+    SourceLocation gpus;  // the hardware.gpus block it takes (maybe node_defaults')
   };
   std::vector<NodeMarks> nodes_at;               // parallel to Inventory::nodes
   std::vector<SourceLocation> exports_at;        // parallel to Nfs::exports

@@ -107,6 +107,10 @@ class Reader {
   std::filesystem::path base_;
   Node defaults_;               // node_defaults, over the cluster-wide ssh settings
   bool default_roles_ = false;  // node_defaults sets roles: a node may leave them out
+  // Where the hardware.gpus block a node takes was written (its own, else
+  // node_defaults'), for the NVSwitch warning of the second pass.
+  SourceLocation gpus_at_;
+  SourceLocation defaults_gpus_at_;
 };
 
 bool Reader::Valid(const Scalar& v, std::string_view what, ValueKind kind) {
@@ -247,6 +251,7 @@ void Reader::Top(const YAML::Node& root) {
   defaults_.ssh = inv_.ssh;
   if (auto m = top.Map("node_defaults", DefaultKeys())) {
     NodeFields(*m, defaults_);
+    defaults_gpus_at_ = gpus_at_;
     default_roles_ = m->Has("roles") && !defaults_.roles.empty();
   }
   if (auto nodes = top.List("nodes")) {
@@ -531,7 +536,9 @@ void Reader::NodeItem(const YAML::Node& item) {
       out->clear();
     }
   }
+  gpus_at_ = defaults_gpus_at_;
   NodeFields(m, node);
+  at.gpus = gpus_at_;
   if (names.empty()) {
     names.emplace_back();  // the name was invalid (reported): one node, as before
   }
@@ -553,12 +560,14 @@ void Reader::HardwareBlock(MapReader& m, Hardware& hardware) {
   constexpr int kMaxGpus = 1024;
   constexpr int kMaxIbPort = 255;
   constexpr int kMaxRateGbps = 100000;
-  if (auto gpus = m.Map("gpus", {"model", "count"})) {
+  if (auto gpus = m.Map("gpus", {"model", "count", "nvswitch"})) {
     gpus->Require({"model", "count"});
     GpuExpectation g;
     ReadKind(*gpus, "model", "GPU model", GpuModelProblem, g.model);
     gpus->Read("count", g.count, 1, kMaxGpus);
+    g.nvswitch = gpus->Bool("nvswitch");
     hardware.gpus = g;
+    gpus_at_ = gpus->where();
   }
   if (m.Has("ib")) {
     hardware.ib.clear();  // a node's own ports replace node_defaults'

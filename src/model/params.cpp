@@ -384,6 +384,7 @@ const std::vector<std::string>& KnownParameters() {
         "node_name",
         "node_roles",
         "ntp_servers",
+        "nvswitch",
         "ofed_version",
         "orchestrator",
         "os_family",
@@ -488,6 +489,10 @@ NodeParameters ParameterTable::For(const Node& node) const {
       {"gpu_model", node.hardware.gpus ? node.hardware.gpus->model : ""},
       {"gpu_count", std::to_string(node.GpuCount())},
       {"ib_ports", IbPorts(node)},
+      // "true", "false", or "" when the inventory does not say.
+      {"nvswitch", node.hardware.gpus && node.hardware.gpus->nvswitch
+                       ? Bool(*node.hardware.gpus->nvswitch)
+                       : ""},
   };
   std::map<std::string, SharedText> shared;
   {

@@ -160,7 +160,7 @@ nodes:
     os: ubuntu-22.04
     roles: [worker, storage]
     hardware:
-      gpus: {model: NVIDIA H100 80GB HBM3, count: 8}
+      gpus: {model: NVIDIA H100 80GB HBM3, count: 8, nvswitch: true}
       ib: [{device: mlx5_0}, {device: mlx5_1, port: 2, rate: 400}]
 )");
   const Node& w1 = inv.nodes[1];

@@ -65,6 +65,7 @@ enum class StepCondition {
   kDockerRepo,       // Docker's repository supplies packages: policy.docker, or dnf (containerd.io)
   kEpelRepo,         // EPEL supplies packages: dnf with Slurm, or a dnf Kubernetes master (helm)
   kHostsFile,        // network.name_resolution: hosts (gpuctl keeps /etc/hosts)
+  kNvswitch,         // the node's GPUs sit on NVSwitch (hardware.gpus.nvswitch: true)
 };
 
 // The name a playbook's `when` uses for a condition ("has_gpus").

@@ -61,6 +61,10 @@ struct SshSettings {
 struct GpuExpectation {
   std::string model;  // as nvidia-smi names it, e.g. "NVIDIA A100-SXM4-80GB"
   int count = 0;
+  // The GPUs sit on NVSwitch (HGX/DGX boards): CUDA fails with error 802
+  // until NVIDIA Fabric Manager of the driver's exact version runs. Unset:
+  // the admin did not say (validate warns for 8-GPU SXM models).
+  std::optional<bool> nvswitch;
 };
 
 struct IbPortExpectation {
@@ -91,6 +95,9 @@ struct Node {
 
   [[nodiscard]] bool Has(Role role) const { return roles.count(role) > 0; }
   [[nodiscard]] int GpuCount() const { return hardware.gpus ? hardware.gpus->count : 0; }
+  [[nodiscard]] bool OnNvswitch() const {
+    return hardware.gpus && hardware.gpus->nvswitch.value_or(false);
+  }
 };
 
 // Versions of the stack. Defaults are a consistent, current set.
