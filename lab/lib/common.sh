@@ -62,8 +62,9 @@ node_netns() { echo "$LAB_NETNS_PREFIX$1"; }
 node_dir() { echo "$LAB_NODES_DIR/$1"; }
 
 # The node table (state/nodes.tsv), one node a line, tab-separated:
-#   name address os roles(comma) gpu_model gpu_count gpu_mem_mib ib_ports faults
-# Empty fields are "-". ib_ports and faults use spaces inside the field.
+#   name address os roles(comma) gpu_model gpu_count gpu_mem_mib ib_ports faults nvswitch
+# Empty fields are "-"; nvswitch is 1 for an NVSwitch board. ib_ports and
+# faults use spaces inside the field.
 table_nodes() { [ -f "$LAB_TABLE" ] && cut -f1 "$LAB_TABLE"; }
 
 # Loads one node's row into N_* variables (N_INDEX: its line number, from 1);
@@ -71,11 +72,11 @@ table_nodes() { [ -f "$LAB_TABLE" ] && cut -f1 "$LAB_TABLE"; }
 load_node() {
   local i=0 v
   [ -f "$LAB_TABLE" ] || return 1
-  while IFS=$'\t' read -r N_NAME N_ADDR N_OS N_ROLES N_GPU_MODEL N_GPU_COUNT N_GPU_MEM N_IB N_FAULTS; do
+  while IFS=$'\t' read -r N_NAME N_ADDR N_OS N_ROLES N_GPU_MODEL N_GPU_COUNT N_GPU_MEM N_IB N_FAULTS N_NVSWITCH; do
     i=$((i + 1))
     [ "$N_NAME" = "$1" ] || continue
     N_INDEX=$i
-    for v in N_GPU_MODEL N_GPU_COUNT N_GPU_MEM N_IB N_FAULTS; do
+    for v in N_GPU_MODEL N_GPU_COUNT N_GPU_MEM N_IB N_FAULTS N_NVSWITCH; do
       [ "${!v}" = "-" ] && printf -v "$v" '%s' ""
     done
     return 0

@@ -318,6 +318,7 @@ profile_env() {
     "GPU_MODEL=\"$N_GPU_MODEL\"" \
     "GPU_COUNT=\"${N_GPU_COUNT:-0}\"" \
     "GPU_MEMORY_MIB=\"${N_GPU_MEM:-0}\"" \
+    "GPU_NVSWITCH=\"${N_NVSWITCH:-0}\"" \
     "IB_PORTS=\"$N_IB\"" \
     "FAULTS=\"$N_FAULTS\""
 }

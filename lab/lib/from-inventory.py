@@ -136,6 +136,7 @@ def table(path, net):
         hw = node.get("hardware") or {}
         gpus = hw.get("gpus") or {}
         model = count = mib = "-"
+        nvswitch = "1" if gpus and gpus.get("nvswitch") is True else "-"
         if gpus:
             model, count = str(gpus.get("model", "")), gpus.get("count", 0)
             if not model or not isinstance(count, int) or count < 1:
@@ -149,7 +150,7 @@ def table(path, net):
             ports.append("%s:%s:%s:Active" % (dev, p.get("port", 1), p.get("rate") or 200))
         print("\t".join(str(x) for x in (
             name, "%s.%d" % (net, 10 + i), osname, ",".join(str(r) for r in roles) or "-",
-            model, count, mib, " ".join(ports) or "-", "-")))
+            model, count, mib, " ".join(ports) or "-", "-", nvswitch)))
 
 
 def strip_ssh(ssh):

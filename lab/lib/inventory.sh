@@ -32,7 +32,7 @@ write_ssh_config() {
 yaml_str() { printf '"%s"' "$1"; }
 
 write_inventory() {
-  local profile=$1 name addr os roles model count _mem ib _faults port dev p nfs_server
+  local profile=$1 name addr os roles model count _mem ib _faults nvswitch port dev p nfs_server
   nfs_server=$(awk -F'\t' '$4 ~ /(^|,)storage(,|$)/ { print $1; exit }' "$LAB_TABLE")
   [ -n "$nfs_server" ] || nfs_server=$(awk -F'\t' '$4 ~ /(^|,)master(,|$)/ { print $1; exit }' "$LAB_TABLE")
   {
@@ -71,14 +71,15 @@ EOF
     fi
     inventory_sources # repositories: and mirrors: on the lab's nginx (http.sh)
     echo "nodes:"
-    while IFS=$'\t' read -r name addr os roles model count _mem ib _faults; do
+    while IFS=$'\t' read -r name addr os roles model count _mem ib _faults nvswitch; do
       printf '  - name: %s\n    address: %s\n    os: %s\n    roles: [%s]\n' \
         "$name" "$addr" "$os" "${roles//,/, }"
       users_inventory_ssh "$name" # login user and sudo (users.sh)
       [ "$model" = "-" ] && [ "$ib" = "-" ] && continue
       printf '    hardware:\n'
-      [ "$model" != "-" ] && printf '      gpus:\n        model: %s\n        count: %s\n' \
-        "$(yaml_str "$model")" "$count"
+      # nvswitch as the board is: the stand-ins need Fabric Manager only on one.
+      [ "$model" != "-" ] && printf '      gpus:\n        model: %s\n        count: %s\n        nvswitch: %s\n' \
+        "$(yaml_str "$model")" "$count" "$([ "${nvswitch:--}" = 1 ] && echo true || echo false)"
       if [ "$ib" != "-" ]; then
         printf '      ib:\n'
         for p in $ib; do

@@ -290,8 +290,8 @@ cmd_up() {
   LAB_MASTER_ADDR=$(awk -F'\t' '$4 ~ /(^|,)master(,|$)/ { print $2; exit }' "$LAB_TABLE")
   dev_skeleton
   while read -r os; do base_prepare "$os"; done < <(cut -f3 "$LAB_TABLE" | sort -u)
-  while IFS=$'\t' read -r N_NAME N_ADDR N_OS N_ROLES N_GPU_MODEL N_GPU_COUNT N_GPU_MEM N_IB N_FAULTS; do
-    for v in N_GPU_MODEL N_GPU_COUNT N_GPU_MEM N_IB N_FAULTS; do
+  while IFS=$'\t' read -r N_NAME N_ADDR N_OS N_ROLES N_GPU_MODEL N_GPU_COUNT N_GPU_MEM N_IB N_FAULTS N_NVSWITCH; do
+    for v in N_GPU_MODEL N_GPU_COUNT N_GPU_MEM N_IB N_FAULTS N_NVSWITCH; do
       [ "${!v}" = "-" ] && printf -v "$v" '%s' ""
     done
     disk_prepare

@@ -9,6 +9,8 @@
 #   slurm   seed, but worker2 runs Rocky Linux 9 with 8x H100 80GB HBM3 (two
 #           GPU models for partitions, an apt and a dnf slurmd); the
 #           inventory's orchestrator is slurm
+#   nvswitch  master1, worker1 (Ubuntu, 8x A100 on NVSwitch), worker2 (Rocky
+#           Linux 9, 8x H100 on NVSwitch): HGX boards that need Fabric Manager
 #   --nodes N   master1 + worker1..worker<N-1> (GPU workers), Ubuntu unless
 #           --rocky K (the last K workers run Rocky Linux 9)
 
@@ -19,15 +21,18 @@ H100_MIB=81559
 IB_DEFAULT="mlx5_0:1:200:Active mlx5_1:1:200:Active"
 MAX_NODES=240
 
-# row NAME INDEX OS ROLES [GPU_MODEL GPU_COUNT GPU_MIB IB]
+# row NAME INDEX OS ROLES [GPU_MODEL GPU_COUNT GPU_MIB IB NVSWITCH]
 row() {
   local net
   net=$(lab_net)
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$net.$((9 + $2))" "$3" "$4" \
-    "${5:--}" "${6:--}" "${7:--}" "${8:--}" "-"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$net.$((9 + $2))" "$3" "$4" \
+    "${5:--}" "${6:--}" "${7:--}" "${8:--}" "-" "${9:--}"
 }
 
-gpu_worker() { row "$1" "$2" "$3" worker "${4:-$A100_MODEL}" 8 "${5:-$A100_MIB}" "$IB_DEFAULT"; }
+# gpu_worker NAME INDEX OS [MODEL MIB [NVSWITCH]]
+gpu_worker() {
+  row "$1" "$2" "$3" worker "${4:-$A100_MODEL}" 8 "${5:-$A100_MIB}" "$IB_DEFAULT" "${6:-}"
+}
 
 # profile_table PROFILE NODES ROCKY: prints the node table.
 profile_table() {
@@ -49,10 +54,15 @@ profile_table() {
   fi
   ((rocky == 0)) || die "--rocky goes with --nodes"
   case $profile in
-    seed | mixed | slurm) ;;
-    *) die "unknown profile '$profile' (seed, mixed, slurm)" ;;
+    seed | mixed | slurm | nvswitch) ;;
+    *) die "unknown profile '$profile' (seed, mixed, slurm, nvswitch)" ;;
   esac
   row master1 1 ubuntu-22.04 master
+  if [ "$profile" = nvswitch ]; then
+    gpu_worker worker1 2 ubuntu-22.04 "$A100_MODEL" "$A100_MIB" 1
+    gpu_worker worker2 3 rocky-9 "$H100_MODEL" "$H100_MIB" 1
+    return 0
+  fi
   gpu_worker worker1 2 ubuntu-22.04
   case $profile in
     seed) gpu_worker worker2 3 ubuntu-22.04 ;;

@@ -92,7 +92,7 @@ TEST_F(GpuStackLabTest, StackFabricAndMonitoringConvergeOnBothFamilies) {
   // the driver's packages excluded, so the newer branch the repository
   // offers is invisible to upgrades, and visible again without the excludes.
   const std::string held = On("worker1", "apt-mark showhold | sort | tr '\\n' ' '");
-  EXPECT_EQ(held, "nvidia-dkms-550 nvidia-driver-550 nvidia-utils-550");
+  EXPECT_EQ(held, "libnvidia-compute-550 nvidia-dkms-550 nvidia-driver-550 nvidia-utils-550");
   EXPECT_EQ(On("worker2", "dnf -q check-update 'cuda-drivers*' 'kmod-nvidia*'; echo rc=$?"),
             "rc=0");
   EXPECT_NE(On("worker2", "dnf -q --disableexcludes=main check-update cuda-drivers"), "")

@@ -11,7 +11,8 @@ if [ -n "$PKG_VARIANT" ]; then
   PKG_VERSION=$v-1
   PKG_SUMMARY="CUDA driver metapackage ($v)"
   PKG_DEB_DEPENDS="nvidia-driver-$PKG_VARIANT (= $v-1)"
-  PKG_RPM_REQUIRES="nvidia-driver-cuda = $v, kmod-nvidia-latest-dkms = $v"
+  PKG_RPM_REQUIRES="nvidia-driver-cuda = $v, kmod-nvidia-latest-dkms = $v,
+    nvidia-driver-cuda-libs = $v"
 fi
 # NVIDIA's CUDA repository (both formats).
 PKG_REPO=cuda

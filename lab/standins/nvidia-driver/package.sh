@@ -10,7 +10,8 @@ if [ -n "$PKG_VARIANT" ]; then
   PKG_NAME=nvidia-driver-$PKG_VARIANT
   PKG_VERSION=$v
   PKG_SUMMARY="NVIDIA driver metapackage, branch $PKG_VARIANT"
-  PKG_DEB_DEPENDS="nvidia-dkms-$PKG_VARIANT (= $v), nvidia-utils-$PKG_VARIANT (= $v)"
+  PKG_DEB_DEPENDS="nvidia-dkms-$PKG_VARIANT (= $v), nvidia-utils-$PKG_VARIANT (= $v),
+    libnvidia-compute-$PKG_VARIANT (= $v)"
   PKG_FORMATS=deb
 fi
 # Ubuntu's restricted component (nvidia-driver-550 is Ubuntu's own package).

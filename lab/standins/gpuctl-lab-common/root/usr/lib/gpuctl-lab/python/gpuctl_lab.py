@@ -61,6 +61,9 @@ class Profile:
         self.gpu_model = values.get("GPU_MODEL", "")
         self.gpu_count = _int(values.get("GPU_COUNT"), 0)
         self.gpu_memory_mib = _int(values.get("GPU_MEMORY_MIB"), 0)
+        # An HGX/DGX baseboard whose GPUs reach each other through NVSwitch:
+        # CUDA needs Fabric Manager (below).
+        self.nvswitch = values.get("GPU_NVSWITCH", "").lower() in ("1", "yes", "true")
         self.faults = {}  # name -> list of values ("" for a bare fault)
         for word in values.get("FAULTS", "").split():
             name, _, value = word.partition("=")
@@ -306,3 +309,64 @@ def cuda_version_of_driver(version):
     branch = version.split(".")[0]
     return {"535": "12.2", "550": "12.4", "560": "12.6", "570": "12.8",
             "575": "12.9", "580": "13.0"}.get(branch, "13.0")
+
+
+# --- NVSwitch and Fabric Manager ----------------------------------------------
+#
+# On an NVSwitch board nothing crosses the switches until Fabric Manager (FM)
+# has programmed them, and the driver refuses CUDA work until then: cuInit
+# answers 802 (CUDA_ERROR_SYSTEM_NOT_READY, "system not yet initialized")
+# while NVML, so nvidia-smi, sees every GPU. FM starts only against a loaded
+# driver of exactly its own version. The stand-in daemon (nvidia-fabricmanager)
+# records "<pid> <version>" here while it runs; the CUDA-level stand-ins ask
+# fabric_manager() whether that process is alive.
+FABRIC_RECORD = f"{NVIDIA_RUN_DIR}/fabricmanager"
+FM_VERSION_FILE = f"{NVIDIA_LIB_DIR}/fabricmanager-version"  # what the package installed
+
+CUDA_ERRORS = {
+    0: ("CUDA_SUCCESS", "no error"),
+    100: ("CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"),
+    802: ("CUDA_ERROR_SYSTEM_NOT_READY", "system not yet initialized"),
+    803: ("CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
+          "system has unsupported display driver / cuda driver combination"),
+    999: ("CUDA_ERROR_UNKNOWN", "unknown error"),
+}
+
+
+def fabric_manager():
+    """The version of the Fabric Manager running now, or None."""
+    fields = (read_text(FABRIC_RECORD) or "").split()
+    if len(fields) != 2 or not fields[0].isdigit():
+        return None
+    if not os.path.exists(f"/proc/{fields[0]}"):
+        return None  # killed without cleaning up: not running
+    return fields[1]
+
+
+def fabric_ready(profile, driver):
+    """True when CUDA may run across the board: no NVSwitch, or a Fabric
+    Manager of the loaded driver's version runs."""
+    return not profile.nvswitch or (driver.loaded is not None and
+                                    fabric_manager() == driver.loaded)
+
+
+def fabric_state(profile, model):
+    """nvidia-smi -q's Fabric State and Status for a GPU of `model`: only
+    Hopper and later report it, and only on an NVSwitch board."""
+    if not profile.nvswitch or model["arch"] not in ("Hopper", "Blackwell"):
+        return "N/A", "N/A"
+    if fabric_ready(profile, DriverState(profile)):
+        return "Completed", "Success"
+    return "Not Started", "N/A"
+
+
+def cuda_init(profile):
+    """What cuInit(0) returns on this node: 0, or a CUresult of CUDA_ERRORS."""
+    driver = DriverState(profile)
+    if driver.state == "mismatch":
+        return 803
+    if driver.state != "loaded" or not gpus(profile):
+        return 100
+    if not fabric_ready(profile, driver):
+        return 802
+    return 0
