@@ -180,11 +180,15 @@ std::string NodeFailure(const std::string& run_dir, const std::string& node) {
 }
 
 // The output line that names `node` and holds `text` (trimmed), or "". In
-// a pipe each line starts with the time of day ("14:03:07 "), then the node.
+// a pipe each line starts with the time of day ("14:03:07 "), then the node;
+// through a pseudo-terminal a line may follow the live board's erase
+// sequence (cursor up, clear), which is dropped first.
 std::string LineWith(const std::string& output, const std::string& node, const std::string& text) {
   const std::regex starts("^([0-9]{2}:[0-9]{2}:[0-9]{2} )?" + node + " ");
+  const std::regex escapes("\r|\x1b\\[[0-9;?]*[A-Za-z]");
   std::istringstream lines(output);
-  for (std::string line; std::getline(lines, line);) {
+  for (std::string raw; std::getline(lines, raw);) {
+    std::string line = std::regex_replace(raw, escapes, "");
     if (std::regex_search(line, starts) && line.find(text) != std::string::npos) {
       while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
       return line;
