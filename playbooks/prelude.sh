@@ -29,7 +29,7 @@ gpuctl_gather_facts() {
   [ -z "$_gf" ] || { eval "$_gf" && _gf_pkgs=$1; }
   # ActiveState, UnitFileState, LoadState and ActiveEnterTimestamp of the
   # catalog's units (systemctl show prints one block per unit, in order).
-  set -- containerd docker kubelet nvidia-persistenced dcgm-exporter prometheus nfs-server \
+  set -- containerd docker kubelet nvidia-persistenced nvidia-fabricmanager dcgm-exporter prometheus nfs-server \
     chrony chronyd openibd munge slurmctld slurmd ufw firewalld
   if _gf=$(systemctl show --timestamp=unix -p ActiveState,UnitFileState,LoadState,ActiveEnterTimestamp -- "$@" 2>/dev/null); then
     _gf_a='' _gf_e='' _gf_l='' _gf_t=''
