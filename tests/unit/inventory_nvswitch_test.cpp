@@ -41,7 +41,8 @@ TEST(InventoryNvswitch, ReadsTrueFalseAndUnset) {
 TEST(InventoryNvswitch, RefusesANonBoolean) {
   auto p = ParseText(WithGpus("{model: \"NVIDIA H100 80GB HBM3\", count: 8, nvswitch: maybe}"));
   EXPECT_FALSE(p.inventory);
-  EXPECT_TRUE(HasDiagnostic(p.diagnostics, 12, 66, "expected true or false, got 'maybe'")) << p.diagnostics.Format();
+  EXPECT_TRUE(HasDiagnostic(p.diagnostics, 12, 66, "expected true or false, got 'maybe'"))
+      << p.diagnostics.Format();
 }
 
 TEST(InventoryNvswitch, WarnsForAnEightGpuSxmBoardThatDoesNotSay) {

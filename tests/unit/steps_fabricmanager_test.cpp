@@ -223,11 +223,12 @@ TEST_F(FabricManagerStepTest, ChangeNamesTheMissingRelease) {
 TEST_F(FabricManagerStepTest, DriverHoldOnDnfHoldsFabricManagerAndWaitsForABranchSwitch) {
   // rpm -qa lists the driver's packages (Fabric Manager among them); no
   // versionlock plugin here, and dnf.conf excludes none of them yet.
-  h_.Stub("rpm", "case \"$*\" in\n"
-                 "  *-qa*) printf '%s\\n' cuda-drivers cuda-drivers-580 nvidia-driver-cuda "
-                 "nvidia-fabric-manager ;;\n"
-                 "  *cuda-drivers-580*) exit 0 ;;\n"
-                 "  *) exit 1 ;;\nesac");
+  h_.Stub("rpm",
+          "case \"$*\" in\n"
+          "  *-qa*) printf '%s\\n' cuda-drivers cuda-drivers-580 nvidia-driver-cuda "
+          "nvidia-fabric-manager ;;\n"
+          "  *cuda-drivers-580*) exit 0 ;;\n"
+          "  *) exit 1 ;;\nesac");
   auto run = h_.Probe("gpu.driver-hold", "r");
   EXPECT_EQ(run.status, 1) << run.out;
   EXPECT_NE(run.out.find(" nvidia-fabric-manager"), std::string::npos) << run.out;
