@@ -110,7 +110,7 @@ class CliSshBoardTest : public ::testing::Test {
               "cluster: board\nssh:\n  user: root\n  connect_timeout: 5\n"
               "nodes:\n" +
                   nodes);
-    WriteFile(dir_ / "tmux.conf", "set -g remain-on-exit on\nset -g history-limit 2000\n");
+    WriteFile(dir_ / "tmux.conf", "set -g history-limit 2000\n");
   }
 
   void TearDown() override {
@@ -119,10 +119,13 @@ class CliSshBoardTest : public ::testing::Test {
 
   // Starts apply in a 100x30 pane; `env` goes before the command.
   void StartApply(const std::string& env) {
-    const std::string command =
-        fmt::format("env -u CI {} GPUCTL_PLAYBOOKS={} {} apply --yes {} --run-dir {}", env,
-                    (dir_ / "playbooks").string(), GPUCTL_BINARY,
-                    (dir_ / "inventory.yaml").string(), (dir_ / "run").string());
+    // The shell records gpuctl's exit status, then keeps the pane open for
+    // the test to read (a dead pane can be gone before the test looks).
+    const std::string command = fmt::format(
+        "env -u CI {} GPUCTL_PLAYBOOKS={} {} apply --yes {} --run-dir {}; echo $? >{}.tmp; "
+        "mv {}.tmp {}; exec sleep 3600",
+        env, (dir_ / "playbooks").string(), GPUCTL_BINARY, (dir_ / "inventory.yaml").string(),
+        (dir_ / "run").string(), Status(), Status(), Status());
     int status = 0;
     const std::string out =
         Sh(fmt::format("tmux -L {} -f {} new-session -d -s board -x 100 -y 30 '{}'", socket_,
@@ -135,12 +138,13 @@ class CliSshBoardTest : public ::testing::Test {
   std::string Screen() const {
     return Sh("tmux -L " + socket_ + " capture-pane -p -S -2000 -t board");
   }
-  bool Ended() const {
-    return Sh("tmux -L " + socket_ + " display-message -p -t board '#{pane_dead}'") == "1\n";
-  }
+  std::string Status() const { return (dir_ / "status").string(); }
+  bool Ended() const { return fs::exists(Status()); }
   int ExitStatus() const {
-    return std::stoi(
-        Sh("tmux -L " + socket_ + " display-message -p -t board '#{pane_dead_status}'"));
+    std::ifstream in(Status());
+    int status = -1;
+    in >> status;
+    return status;
   }
 
   std::unique_ptr<test::LocalSshd> sshd_[2];
