@@ -3,6 +3,8 @@
 // inventory_check.cpp checks what spans keys and fills derived defaults.
 #pragma once
 
+#include <map>
+#include <string>
 #include <vector>
 
 #include <yaml-cpp/yaml.h>
@@ -58,6 +60,13 @@ void ReadRepositories(yaml::Source& source, yaml::MapReader& m, Inventory& inven
 // policy.air_gapped: an error for each repository a node needs that has no url.
 void CheckAirGappedRepositories(yaml::Source& source, const Inventory& inventory,
                                 const InventoryMarks& marks);
+
+// A `sysctl:` mapping (inventory_sysctl.cpp) at `where`: each kernel
+// parameter name and value checked by kind, merged into `out` (a key written
+// here replaces the one already there); a value Kubernetes cannot work with
+// for a key gpuctl sets for it is an error (a warning for the IPv6 bridge).
+void ReadSysctl(yaml::Source& source, const YAML::Node& map, const SourceLocation& where,
+                Orchestrator orchestrator, std::map<std::string, std::string>& out);
 
 // Advice for a key that looks like an inline secret (see docs/inventory.md).
 std::optional<std::string> SecretKeyAdvice(const std::string& key,

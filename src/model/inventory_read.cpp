@@ -26,8 +26,9 @@ using ValueKind = std::string (*)(std::string_view);
 // caught (cert-err58-cpp).
 const std::vector<std::string>& TopKeys() {
   static const std::vector<std::string> kKeys = {
-      "cluster", "ssh",        "orchestrator", "versions", "network",      "nfs",          "slurm",
-      "policy",  "validation", "nodes",        "mirrors",  "repositories", "node_defaults"};
+      "cluster", "ssh",          "orchestrator",  "versions",   "network",
+      "nfs",     "slurm",        "policy",        "validation", "nodes",
+      "mirrors", "repositories", "node_defaults", "sysctl"};
   return kKeys;
 }
 const std::vector<std::string>& SshKeys() {
@@ -43,14 +44,16 @@ const std::vector<std::string>& VersionKeys() {
   return kKeys;
 }
 const std::vector<std::string>& NodeKeys() {
-  static const std::vector<std::string> kKeys = {"name",  "address", "ib_address", "os",
-                                                 "roles", "ssh",     "hardware"};
+  static const std::vector<std::string> kKeys = {"name",     "address", "ib_address",
+                                                 "os",       "roles",   "ssh",
+                                                 "hardware", "sysctl",  "compute_interface"};
   return kKeys;
 }
 
 // What node_defaults may set: any node key but those naming one node.
 const std::vector<std::string>& DefaultKeys() {
-  static const std::vector<std::string> kKeys = {"os", "roles", "ssh", "hardware"};
+  static const std::vector<std::string> kKeys = {"os",       "roles",  "ssh",
+                                                 "hardware", "sysctl", "compute_interface"};
   return kKeys;
 }
 
@@ -218,9 +221,12 @@ void Reader::Top(const YAML::Node& root) {
   if (auto m = top.Map("versions", VersionKeys())) {
     VersionsBlock(*m);
   }
-  if (auto m = top.Map("network",
-                       {"subnet", "pod_cidr", "service_cidr", "ntp_servers", "name_resolution"})) {
+  if (auto m = top.Map("network", {"subnet", "pod_cidr", "service_cidr", "ntp_servers",
+                                   "name_resolution", "compute_interface"})) {
     NetworkBlock(*m);
+  }
+  if (auto v = top.Value("sysctl")) {
+    ReadSysctl(source_, *v, top.ValueWhere("sysctl"), inv_.orchestrator, inv_.sysctl);
   }
   if (auto m = top.Map("nfs", {"server", "exports", "mounts"})) {
     NfsBlock(*m);
@@ -249,6 +255,8 @@ void Reader::Top(const YAML::Node& root) {
   // Nodes last: each starts from node_defaults over the cluster-wide ssh
   // settings read above, wherever those blocks sit in the file.
   defaults_.ssh = inv_.ssh;
+  defaults_.sysctl = inv_.sysctl;
+  defaults_.compute_interface = inv_.network.compute_interface;
   if (auto m = top.Map("node_defaults", DefaultKeys())) {
     NodeFields(*m, defaults_);
     defaults_gpus_at_ = gpus_at_;
@@ -344,6 +352,8 @@ void Reader::NetworkBlock(MapReader& m) {
   Cidr(m, "subnet", inv_.network.subnet);
   Cidr(m, "pod_cidr", inv_.network.pod_cidr);
   Cidr(m, "service_cidr", inv_.network.service_cidr);
+  ReadKind(m, "compute_interface", "compute interface", InterfaceNameProblem,
+           inv_.network.compute_interface);
   for (const Scalar& server : m.StringList("ntp_servers").value_or(std::vector<Scalar>{})) {
     if (Valid(server, "NTP server", AddressProblem)) {
       inv_.network.ntp_servers.push_back(server.text);
@@ -479,6 +489,12 @@ void Reader::NodeFields(MapReader& m, Node& node) {
   if (auto ssh = m.Map("ssh", SshKeys())) {
     Ssh(*ssh, node.ssh);
   }
+  // Key by key over the cluster's (and node_defaults') values.
+  if (auto v = m.Value("sysctl")) {
+    ReadSysctl(source_, *v, m.ValueWhere("sysctl"), inv_.orchestrator, node.sysctl);
+  }
+  ReadKind(m, "compute_interface", "compute interface", InterfaceNameProblem,
+           node.compute_interface);
   if (auto hw = m.Map("hardware", {"gpus", "ib"})) {
     // `hardware: {}`: none, whatever node_defaults say (as gpuctl-lab up
     // --from reads it); otherwise key by key.

@@ -34,10 +34,17 @@ namespace {
 // is a single value. Each record is built by Fields(), which refuses a
 // field that would break the format.
 bool IsMultiLine(const std::string& name) {
-  static const std::set<std::string> kNames = {
-      "gpu_counts",       "gpu_nodes",    "gpu_workers",      "hosts",
-      "nfs_exports",      "nfs_mounts",   "registry_mirrors", "slurm_nodes",
-      "slurm_partitions", "ssh_host_keys"};
+  static const std::set<std::string> kNames = {"gpu_counts",
+                                               "gpu_nodes",
+                                               "gpu_workers",
+                                               "hosts",
+                                               "nfs_exports",
+                                               "nfs_mounts",
+                                               "registry_mirrors",
+                                               "slurm_nodes",
+                                               "slurm_partitions",
+                                               "ssh_host_keys",
+                                               "sysctl"};
   return kNames.count(name) > 0 || name.rfind("repo_", 0) == 0;
 }
 
@@ -342,6 +349,19 @@ void AddRepositories(const Inventory& inv, const Node& node,
   }
 }
 
+// "key = value" per kernel parameter the inventory sets for the node, sorted
+// by key: what os.sysctl writes over the catalog's defaults. A key never
+// holds whitespace and a value never a line break (value_kinds.h refused
+// them); a value's single spaces separate its words (tcp_rmem's three).
+std::string Sysctl(const Node& node) {
+  std::vector<std::string> lines;
+  for (const auto& [key, value] : node.sysctl) {
+    CheckSingleLine("sysctl", value);
+    lines.push_back(Fields("sysctl", {key}) + " = " + value);
+  }
+  return Join(lines, "\n");
+}
+
 // A threshold a deep validation compares with; empty when there is none.
 std::string Threshold(int value) { return value > 0 ? std::to_string(value) : ""; }
 
@@ -353,6 +373,8 @@ const std::vector<std::string>& KnownParameters() {
         "cluster",
         "cni",
         "cni_manifest",
+        "compute_interface",
+        "fabric",
         "container_toolkit_version",
         "cuda_version",
         "cudnn_version",
@@ -369,6 +391,7 @@ const std::vector<std::string>& KnownParameters() {
         "gpu_workers",
         "hosts",
         "hosts_sha256",
+        "ib_address",
         "ib_min_bw",
         "ib_ports",
         "kubernetes_version",
@@ -406,6 +429,7 @@ const std::vector<std::string>& KnownParameters() {
         "slurm_version",
         "ssh_host_keys",
         "subnet",
+        "sysctl",
         "trusted_sources",
         "worker_names",
     };
@@ -489,6 +513,11 @@ NodeParameters ParameterTable::For(const Node& node) const {
       {"gpu_model", node.hardware.gpus ? node.hardware.gpus->model : ""},
       {"gpu_count", std::to_string(node.GpuCount())},
       {"ib_ports", IbPorts(node)},
+      {"ib_address", node.ib_address},
+      {"compute_interface", node.compute_interface},
+      // GPUs or RDMA ports: the node runs NCCL (os.sysctl's network buffers).
+      {"fabric", Bool(node.OnFabric())},
+      {"sysctl", Sysctl(node)},
       // "true", "false", or "" when the inventory does not say.
       {"nvswitch", node.hardware.gpus && node.hardware.gpus->nvswitch
                        ? Bool(*node.hardware.gpus->nvswitch)

@@ -317,6 +317,57 @@ std::string InterfaceNameProblem(std::string_view text) {
                      "letters, digits, '_', '-' and '.'");
 }
 
+std::string SysctlKeyProblem(std::string_view text) {
+  constexpr std::size_t kMaxSysctlKey = 255;
+  if (text.empty()) {
+    return "expected a kernel parameter name, got an empty string";
+  }
+  if (std::string bad = FirstBad(
+          text, [](char c) { return (c >= 'a' && c <= 'z') || IsDigit(c) || In(c, "_-./"); });
+      !bad.empty()) {
+    return fmt::format(
+        "a kernel parameter name may not contain {} (lower-case letters, digits, '_', '-', "
+        "and '.' or '/' between its parts)",
+        bad);
+  }
+  if (!IsLetter(text.front())) {
+    return "a kernel parameter name starts with a letter";
+  }
+  // sysctl.d(5): the first separator decides which one separates the parts.
+  const std::size_t first = text.find_first_of("./");
+  if (first == std::string_view::npos) {
+    return "a kernel parameter name has parts separated by '.' (vm.swappiness)";
+  }
+  const char separator = text[first];
+  if (text.back() == separator || text.find(std::string(2, separator)) != std::string_view::npos) {
+    return "a kernel parameter name has no empty part";
+  }
+  if (separator == '.' && text.find('/') != std::string_view::npos) {
+    return "a kernel parameter name separates its parts with '.' or '/', not both (write "
+           "net/ipv4/conf/eth0.100/rp_filter for a name with a dot inside a part)";
+  }
+  return TooLong(text, kMaxSysctlKey);
+}
+
+std::string SysctlValueProblem(std::string_view text) {
+  constexpr std::size_t kMaxSysctlValue = 1024;
+  if (text.empty()) {
+    return "expected a value, got an empty string";
+  }
+  if (std::string bad = FirstBad(text, [](char c) { return IsAlnum(c) || In(c, " -_.:/,+=@%"); });
+      !bad.empty()) {
+    return fmt::format(
+        "a kernel parameter value may not contain {} (words of letters, digits and "
+        "'-_.:/,+=@%' separated by single spaces)",
+        bad);
+  }
+  if (text.front() == ' ' || text.back() == ' ' || text.find("  ") != std::string_view::npos) {
+    return "a kernel parameter value has its words separated by single spaces, none before or "
+           "after";
+  }
+  return TooLong(text, kMaxSysctlValue);
+}
+
 std::string EnvVarNameProblem(std::string_view text) {
   if (text.empty()) {
     return "expected a variable name, got an empty string";

@@ -86,6 +86,15 @@ struct Node {
   std::set<Role> roles;
   SshSettings ssh;  // defaults merged with this node's overrides
   Hardware hardware;
+  // Kernel parameters the inventory sets for this node (docs/inventory.md#sysctl):
+  // the top-level `sysctl`, then node_defaults', then the node's own, key by
+  // key; os.sysctl writes them over the catalog's defaults. Keys in sysctl.d's
+  // dotted form where they have one ("vm.swappiness").
+  std::map<std::string, std::string> sysctl;
+  // The interface NCCL's sockets use (NCCL_SOCKET_IFNAME): the node's own
+  // `compute_interface`, else node_defaults', else network.compute_interface;
+  // empty: the one holding ib_address, else the management address.
+  std::string compute_interface;
   SourceLocation where;  // where the node was declared, for later diagnostics
   // Not from the inventory: the node's SSH host key ("type base64") as
   // gpuctl's own connection verified it, set when a run plans (empty
@@ -95,6 +104,9 @@ struct Node {
 
   [[nodiscard]] bool Has(Role role) const { return roles.count(role) > 0; }
   [[nodiscard]] int GpuCount() const { return hardware.gpus ? hardware.gpus->count : 0; }
+  // Runs NCCL and carries its traffic: GPUs or RDMA ports (ib.nccl-env, the
+  // network buffers of os.sysctl).
+  [[nodiscard]] bool OnFabric() const { return GpuCount() > 0 || !hardware.ib.empty(); }
   [[nodiscard]] bool OnNvswitch() const {
     return hardware.gpus && hardware.gpus->nvswitch.value_or(false);
   }
@@ -144,6 +156,8 @@ struct Network {
   // The master's upstream time servers (host names or addresses); empty:
   // pool.ntp.org, which an air-gapped site cannot reach.
   std::vector<std::string> ntp_servers;
+  // Every node's compute interface unless the node names its own (Node).
+  std::string compute_interface;
 };
 
 struct SlurmPartition {
@@ -211,6 +225,8 @@ struct Inventory {
   Mirrors mirrors;
   std::map<std::string, RepositoryOverride> repositories;  // by repository name
   Validation validation;
+  // The top-level `sysctl` (already merged into each node's, under its own).
+  std::map<std::string, std::string> sysctl;
   std::vector<Node> nodes;  // in file order
 
   [[nodiscard]] const Node* Find(const std::string& name) const;

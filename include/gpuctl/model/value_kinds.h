@@ -78,6 +78,18 @@ std::string VersionProblem(std::string_view text);
 // A network interface name as Linux takes it (1-15 characters, IFNAMSIZ),
 // here of letters, digits and `-_.` only, starting with a letter or digit.
 std::string InterfaceNameProblem(std::string_view text);
+// A kernel parameter as sysctl.d(5) names it (`vm.swappiness`,
+// `net/ipv4/conf/eth0.100/rp_filter`): at least two components of lower-case
+// letters, digits, '_' and '-' separated by '.' or '/' (a '/'-separated key
+// may hold '.' inside a component, a VLAN interface's name), starting with a
+// letter, no empty component, at most 255 characters. No glob (`*`).
+std::string SysctlKeyProblem(std::string_view text);
+// A kernel parameter's value as a line of /etc/sysctl.d/ takes it: one or
+// more words separated by single spaces (`10`, `4096 87380 134217728`, `fq`,
+// `32768 60999`), each of letters, digits and `-_.:/,+=@%`; no other
+// whitespace, no line break, quote, `$`, backtick, `;`, `&`, `|`, `#`, `\`;
+// at most 1024 characters.
+std::string SysctlValueProblem(std::string_view text);
 // A POSIX environment variable name: [A-Za-z_][A-Za-z0-9_]*, at most 128
 // characters.
 std::string EnvVarNameProblem(std::string_view text);
