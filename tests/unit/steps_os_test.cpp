@@ -81,23 +81,6 @@ TEST_F(OsStepsTest, ModulesFileMustListBoth) {
   EXPECT_EQ(h.Probe("os.modules", "worker1").status, 1);
 }
 
-TEST_F(OsStepsTest, SysctlNeedsTheFileAndLiveForwarding) {
-  const std::string want =
-      "net.bridge.bridge-nf-call-iptables = 1\nnet.bridge.bridge-nf-call-ip6tables = 1\n"
-      "net.ipv4.ip_forward = 1\nnet.ipv4.tcp_keepalive_time = 600\nvm.overcommit_memory = 1\n"
-      "vm.swappiness = 0\n";
-  h.File("/etc/sysctl.d/90-gpuctl.conf", want);
-  h.File("/proc/sys/net/ipv4/ip_forward", "0\n");
-  auto run = h.Probe("os.sysctl", "worker1");
-  EXPECT_EQ(run.status, 1);
-  EXPECT_NE(run.out.find("net.ipv4.ip_forward is 0 (want 1)"), std::string::npos) << run.out;
-  h.File("/proc/sys/net/ipv4/ip_forward", "1\n");
-  EXPECT_EQ(h.Probe("os.sysctl", "worker1").status, 0);
-  h.File("/etc/sysctl.d/90-gpuctl.conf", "vm.swappiness = 10\n");
-  EXPECT_NE(h.Probe("os.sysctl", "worker1").out.find("90-gpuctl.conf is missing or differs"),
-            std::string::npos);
-}
-
 TEST_F(OsStepsTest, KnownHostsComparesWithTheKeysGpuctlVerifiedWithoutScanning) {
   // Every node's key as gpuctl's connections saw it: nothing to scan, so a
   // keyscan here would be a bug (it fails loudly).
