@@ -1,8 +1,7 @@
 // The tuning steps' scripts against node files and real tool output:
 // os.sysctl (the catalog's values, runbook 003's buffers on GPU/RDMA nodes,
 // the inventory's sysctl over them; the probe names each key that differs,
-// in the file and live), ib.memlock (limits.d, systemd's default, a running
-// slurmd's /proc/PID/limits, a login through runuser) and ib.nccl-env on an
+// in the file and live) and ib.nccl-env on an
 // Ethernet-only node and with a compute interface or ib_address. Files are
 // faked in a private mount namespace (root only), tools stubbed.
 #include <gtest/gtest.h>
@@ -119,70 +118,6 @@ TEST_F(TuningStepsTest, SysctlComparesLiveValuesWordByWord) {
   EXPECT_EQ(run.out,
             "live values differ: net.core.rmem_max is 212992 (want 134217728), net.ipv4.tcp_rmem "
             "is 4096 131072 6291456 (want 4096 87380 134217728)\n");
-}
-
-const char* kLimits = "/etc/security/limits.d/90-gpuctl-memlock.conf";
-const char* kManager = "/etc/systemd/system.conf.d/90-gpuctl-memlock.conf";
-
-class MemlockTest : public TuningStepsTest {
- protected:
-  // gpuctl's two files; systemctl answering `default` for the manager's
-  // DefaultLimitMEMLOCK and whether slurmd runs (as PID 1 here, whose
-  // limits file the test fakes).
-  void Node(const std::string& manager_default, bool slurmd) {
-    h.File(kLimits,
-           "# Written by gpuctl (ib.memlock): RDMA pins the memory it moves; edits are "
-           "replaced.\n* soft memlock unlimited\n* hard memlock unlimited\nroot soft memlock "
-           "unlimited\nroot hard memlock unlimited\n");
-    h.File(kManager,
-           "# Written by gpuctl (ib.memlock): locked memory for services (slurmd, containerd); "
-           "edits are replaced.\n[Manager]\nDefaultLimitMEMLOCK=infinity\n");
-    h.Stub("systemctl",
-           "case \"$*\" in\n"
-           "  *DefaultLimitMEMLOCK*) echo " +
-               manager_default +
-               " ;;\n"
-               "  *is-active*) exit " +
-               (slurmd ? "0" : "3") +
-               " ;;\n"
-               "  *MainPID*) echo 1 ;;\n"
-               "esac");
-  }
-};
-
-TEST_F(MemlockTest, ProbeNamesTheFilesTheManagerAndALimitedSlurmd) {
-  auto run = h.Probe("ib.memlock", "worker1");
-  EXPECT_EQ(run.out, std::string(kLimits) + " is missing or differs\n");
-  Node("8388608", false);
-  run = h.Probe("ib.memlock", "worker1");
-  EXPECT_EQ(run.status, 1);
-  EXPECT_EQ(run.out,
-            "systemd's DefaultLimitMEMLOCK is 8388608 (want infinity): the manager has "
-            "not re-read " +
-                std::string(kManager) + "\n");
-  Node("infinity", false);
-  run = h.Probe("ib.memlock", "worker1");
-  EXPECT_EQ(run.status, 0) << run.out;
-  // A slurmd started before: its /proc/PID/limits, as the kernel prints it.
-  Node("infinity", true);
-  h.File("/proc/1/limits", StepHarness::FixtureText("proc/limits-memlock-8m.txt"));
-  run = h.Probe("ib.memlock", "worker1");
-  EXPECT_EQ(run.status, 1);
-  EXPECT_EQ(run.out, "running with limited locked memory: slurmd (8388608/8388608)\n");
-}
-
-TEST_F(MemlockTest, VerifyAsksForTheLimitALoginGets) {
-  Node("infinity", false);
-  // dash's `ulimit -l` prints KiB: 8192 is the 8 MiB default.
-  h.StubOutput("runuser", "8192\n");
-  auto run = h.Verify("ib.memlock", "worker1");
-  EXPECT_EQ(run.status, 1);
-  EXPECT_EQ(run.out,
-            "a login session of nobody gets locked memory 8192 (want unlimited): is "
-            "pam_limits in its PAM stack?\n");
-  h.Stub("runuser", "[ \"$*\" = \"-u nobody -- sh -c ulimit -l\" ] && echo unlimited");
-  run = h.Verify("ib.memlock", "worker1");
-  EXPECT_EQ(run.status, 0) << run.out;
 }
 
 // A GPU node of an Ethernet-only (TCP or RoCE without RDMA ports listed)
