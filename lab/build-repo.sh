@@ -204,15 +204,19 @@ build_rpm() { # stage repo-spec
   local stage=$1 name=${PKG_RPM_NAME:-$PKG_NAME} dest
   dest=$(rpm_dir "$2") || { echo "build-repo: $dir: no dnf repository '$2' (PKG_REPO)" >&2; return 1; }
   mkdir -p "$out/$dest/Packages"
-  # rpm has no '-' in Version: "2.23.4-1+cuda12.6" -> 2.23.4 / 1+cuda12.6.
-  local version=${PKG_VERSION%-*} release=1
-  [ "$version" != "$PKG_VERSION" ] && release=${PKG_VERSION##*-}
+  # rpm has no '-' in Version: "2.23.4-1+cuda12.6" -> 2.23.4 / 1+cuda12.6;
+  # PKG_VERSION_RPM, when the rpm's differs, may lead with an epoch ("3:").
+  local evr=${PKG_VERSION_RPM:-$PKG_VERSION} epoch=
+  case "$evr" in *:*) epoch=${evr%%:*} evr=${evr#*:} ;; esac
+  local version=${evr%-*} release=1
+  [ "$version" != "$evr" ] && release=${evr##*-}
   local spec=$work/$name-$version-$release.spec top=$work/rpmbuild-$name-$version-$release
   local owned_elsewhere
   # shellcheck disable=SC2086,SC2116 # the list on one line, a blank each side
   owned_elsewhere=" $(echo $system_dirs) "
   {
     echo "Name: $name"
+    [ -n "$epoch" ] && echo "Epoch: $epoch"
     echo "Version: $version"
     echo "Release: $release"
     echo "Summary: $PKG_SUMMARY"
@@ -259,7 +263,7 @@ build_rpm() { # stage repo-spec
 build_one() ( # dir variant
   set -euo pipefail
   dir=$1
-  unset PKG_NAME PKG_VERSION PKG_SUMMARY PKG_DEB_DEPENDS PKG_RPM_REQUIRES PKG_PROVIDES \
+  unset PKG_NAME PKG_VERSION PKG_VERSION_RPM PKG_SUMMARY PKG_DEB_DEPENDS PKG_RPM_REQUIRES PKG_PROVIDES \
     PKG_CONFLICTS PKG_RPM_NAME PKG_FORMATS PKG_ARCH PKG_REPO PKG_REPO_DEB PKG_REPO_RPM
   unset -f pkg_variants pkg_stage
   PKG_VARIANT=$2 PKG_DIR=$dir

@@ -8,6 +8,7 @@
 
 #include "gpuctl/model/cuda_compat.h"
 #include "gpuctl/model/syntax.h"
+#include "gpuctl/model/value_kinds.h"
 #include "inventory_internal.h"
 
 namespace gpuctl::detail {
@@ -183,6 +184,9 @@ void CheckSlurm(yaml::Source& source, Inventory& inv, const InventoryMarks& mark
 }
 
 void CheckCuda(yaml::Source& source, const Inventory& inv, const InventoryMarks& marks) {
+  // An invalid driver value is an error where it was read; judging it
+  // against CUDA too would only add a second line about the same mistake.
+  if (!DriverVersionProblem(inv.versions.driver_branch).empty()) return;
   const CudaDriverCheck check = CheckCudaDriver(inv.versions.cuda, inv.versions.driver_branch);
   // Point at whichever of the pair the admin wrote, the CUDA version first.
   const SourceLocation where = marks.cuda.line > 0            ? marks.cuda

@@ -39,8 +39,8 @@ const std::vector<std::string>& SshKeys() {
 }
 const std::vector<std::string>& VersionKeys() {
   static const std::vector<std::string> kKeys = {
-      "driver_branch",     "cuda",       "cudnn", "nccl",         "ofed",
-      "container_toolkit", "kubernetes", "cni",   "gpu_operator", "slurm"};
+      "driver",     "driver_branch", "cuda",         "cudnn", "nccl", "ofed", "container_toolkit",
+      "kubernetes", "cni",           "gpu_operator", "slurm"};
   return kKeys;
 }
 const std::vector<std::string>& NodeKeys() {
@@ -310,14 +310,21 @@ void Reader::Ssh(MapReader& m, SshSettings& ssh) {
 
 void Reader::VersionsBlock(MapReader& m) {
   Versions& v = inv_.versions;
-  if (auto d = m.String("driver_branch")) {
+  // versions.driver, or its first name driver_branch: a branch ("550") or an
+  // exact release ("550.54.14"). Kept as written even when invalid, so the
+  // CUDA check below does not judge a default the admin did not ask for.
+  for (const std::string_view key : {"driver_branch", "driver"}) {
+    auto d = m.String(key);
+    if (!d) continue;
+    if (marks_.driver_branch.line > 0) {
+      source_.Error(d->where,
+                    "versions.driver and versions.driver_branch are one setting: keep "
+                    "versions.driver");
+      continue;
+    }
     marks_.driver_branch = d->where;
     v.driver_branch = d->text;
-    if (!IsDriverVersion(d->text)) {
-      source_.Error(d->where, fmt::format("invalid driver branch{}: expected a branch like "
-                                          "'550' or a version like '550.54.14'",
-                                          ShownValue(d->text)));
-    }
+    Valid(*d, key == "driver" ? "driver version" : "driver branch", DriverVersionProblem);
   }
   if (auto c = m.String("cuda")) {
     marks_.cuda = c->where;

@@ -382,6 +382,7 @@ const std::vector<std::string>& KnownParameters() {
         "disable_selinux",
         "docker",
         "driver_branch",
+        "driver_version",
         "gpu_count",
         "gpu_model",
         "gpu_counts",
@@ -450,7 +451,11 @@ ParameterTable::ParameterTable(const Inventory& inventory) : inventory_(inventor
   const Node* master = inv.Master();
   std::map<std::string, std::string> values = {
       {"cluster", inv.cluster},
-      {"driver_branch", v.driver_branch},
+      // The branch names the packages; the exact release, when the inventory
+      // gives one, pins them ("" for a branch alone).
+      {"driver_branch", v.driver_branch.substr(0, v.driver_branch.find('.'))},
+      {"driver_version",
+       v.driver_branch.find('.') == std::string::npos ? std::string() : v.driver_branch},
       {"cuda_version", v.cuda},
       {"cudnn_version", v.cudnn},
       {"nccl_version", v.nccl},

@@ -312,6 +312,28 @@ std::string VersionProblem(std::string_view text) {
   return TooLong(text, kMaxName);
 }
 
+std::string DriverVersionProblem(std::string_view text) {
+  constexpr const char* kWant = "expected a branch like '550' or an exact version like '550.54.14'";
+  // One number (a branch) or three (a release); each 1 to 6 digits.
+  constexpr std::size_t kMaxDigits = 6;
+  std::size_t numbers = 0;
+  std::size_t digits = 0;
+  for (const char c : text) {
+    if (c == '.') {
+      if (digits == 0) return kWant;
+      ++numbers;
+      digits = 0;
+    } else if (c >= '0' && c <= '9' && digits < kMaxDigits) {
+      ++digits;
+    } else {
+      return kWant;
+    }
+  }
+  if (digits == 0) return kWant;
+  ++numbers;
+  return numbers == 1 || numbers == 3 ? "" : kWant;
+}
+
 std::string InterfaceNameProblem(std::string_view text) {
   return NameProblem(text, kMaxInterface, StartsAlnum, "a letter or a digit", NameChar,
                      "letters, digits, '_', '-' and '.'");

@@ -178,7 +178,10 @@ TEST_F(FabricManagerStepTest, AptChangePinsTheDriversVersionAndHoldsIt) {
   ASSERT_EQ(run.status, 0) << run.out;
   const std::string calls = Calls();
   EXPECT_NE(calls.find("apt-mark unhold nvidia-fabricmanager-570\n"), std::string::npos) << calls;
-  EXPECT_NE(calls.find(" install nvidia-fabricmanager-580=580.159.04-1\n"), std::string::npos)
+  // A lower release than the installed one is a downgrade, which apt-get -y
+  // makes only when told.
+  EXPECT_NE(calls.find(" install --allow-downgrades nvidia-fabricmanager-580=580.159.04-1\n"),
+            std::string::npos)
       << calls;
   EXPECT_NE(calls.find("apt-mark hold nvidia-fabricmanager-580\n"), std::string::npos) << calls;
   EXPECT_NE(calls.find("systemctl enable nvidia-fabricmanager\nsystemctl restart "

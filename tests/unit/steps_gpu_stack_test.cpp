@@ -56,8 +56,7 @@ TEST(GpuStackSteps, DriverHoldNamesEveryUnheldPackageOfTheBranch) {
 }
 
 TEST(GpuStackSteps, DriverHoldIsDoneWhenHeldPackagesShowAsHi) {
-  // A full version as the branch works too (550.127.05 -> branch 550).
-  StepHarness h(Inventory("ubuntu-22.04", "driver_branch: \"550.127.05\""));
+  StepHarness h(Inventory("ubuntu-22.04", "driver_branch: \"550\""));
   h.StubOutput("dpkg-query",
                "hi  nvidia-dkms-550\nhi  nvidia-driver-550\nhi  nvidia-utils-550\n"
                "ii  nvidia-container-toolkit\nun  nvidia-utils\n");

@@ -114,6 +114,8 @@ struct Node {
 
 // Versions of the stack. Defaults are a consistent, current set.
 struct Versions {
+  // versions.driver (first named driver_branch): a branch ("550") or an exact
+  // release ("550.54.14"); the steps get both halves (params.cpp).
   std::string driver_branch = "550";
   std::string cuda = "12.4";
   std::string cudnn = "9.1";

@@ -75,6 +75,11 @@ std::string GpuModelProblem(std::string_view text);
 // "flannel"): letters, digits and `.-_+~`, starting with a letter or digit, no
 // "..", at most 64 characters.
 std::string VersionProblem(std::string_view text);
+// An NVIDIA driver as the inventory pins it: a branch (`550`) or an exact
+// release as nvidia-smi reports it (`550.54.14`, three numbers). Digits and
+// dots only: the branch names packages, the release is matched against
+// package versions and nvidia-smi's driver_version.
+std::string DriverVersionProblem(std::string_view text);
 // A network interface name as Linux takes it (1-15 characters, IFNAMSIZ),
 // here of letters, digits and `-_.` only, starting with a letter or digit.
 std::string InterfaceNameProblem(std::string_view text);

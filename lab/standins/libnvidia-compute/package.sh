@@ -7,13 +7,15 @@
 source "$PKG_DIR/../nvidia-driver/branches.sh"
 source "$PKG_DIR/../stub-lib.sh"
 # shellcheck disable=SC2086 # the list's words are the variants
-pkg_variants() { printf '%s\n' $NVIDIA_BRANCHES; }
+pkg_variants() { printf '%s\n' $NVIDIA_RELEASES; }
 
 if [ -n "$PKG_VARIANT" ]; then
-  PKG_NAME=libnvidia-compute-$PKG_VARIANT
+  b=${PKG_VARIANT%%.*}
+  PKG_NAME=libnvidia-compute-$b
   PKG_RPM_NAME=nvidia-driver-cuda-libs
-  PKG_VERSION=$(nvidia_release "$PKG_VARIANT")-1
-  PKG_SUMMARY="NVIDIA libcompute package (stand-in libcuda.so.1), branch $PKG_VARIANT"
+  PKG_VERSION=$(nvidia_deb_version "$PKG_VARIANT")
+  PKG_VERSION_RPM=$(nvidia_rpm_version "$PKG_VARIANT")
+  PKG_SUMMARY="NVIDIA libcompute package (stand-in libcuda.so.1), branch $b"
   PKG_DEB_DEPENDS="gpuctl-lab-common, python3"
   PKG_RPM_REQUIRES="gpuctl-lab-common"
   PKG_PROVIDES="libnvidia-compute"

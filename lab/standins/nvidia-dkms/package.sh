@@ -4,13 +4,15 @@
 # kmod-nvidia-latest-dkms (one name, a version per branch).
 source "$PKG_DIR/../nvidia-driver/branches.sh"
 # shellcheck disable=SC2086 # the list's words are the variants
-pkg_variants() { printf '%s\n' $NVIDIA_BRANCHES; }
+pkg_variants() { printf '%s\n' $NVIDIA_RELEASES; }
 
 if [ -n "$PKG_VARIANT" ]; then
-  PKG_NAME=nvidia-dkms-$PKG_VARIANT
+  b=${PKG_VARIANT%%.*}
+  PKG_NAME=nvidia-dkms-$b
   PKG_RPM_NAME=kmod-nvidia-latest-dkms
-  PKG_VERSION=$(nvidia_release "$PKG_VARIANT")-1
-  PKG_SUMMARY="NVIDIA kernel module (stand-in), branch $PKG_VARIANT"
+  PKG_VERSION=$(nvidia_deb_version "$PKG_VARIANT")
+  PKG_VERSION_RPM=$(nvidia_rpm_version "$PKG_VARIANT")
+  PKG_SUMMARY="NVIDIA kernel module (stand-in), branch $b"
   PKG_DEB_DEPENDS="gpuctl-lab-common, python3"
   PKG_RPM_REQUIRES="gpuctl-lab-common"
   # One module at a time: switching branches removes the other one, as apt does

@@ -6,13 +6,13 @@
 # a node whose profile says GPU_NVSWITCH=1 (docs/standins.md).
 source "$PKG_DIR/../nvidia-driver/branches.sh"
 # shellcheck disable=SC2086 # the list's words are the variants
-pkg_variants() { printf '%s\n' $NVIDIA_BRANCHES; }
+pkg_variants() { printf '%s\n' $NVIDIA_RELEASES; }
 
 if [ -n "$PKG_VARIANT" ]; then
-  PKG_NAME=nvidia-fabricmanager-$PKG_VARIANT
+  PKG_NAME=nvidia-fabricmanager-${PKG_VARIANT%%.*}
   PKG_RPM_NAME=nvidia-fabric-manager
-  PKG_VERSION=$(nvidia_release "$PKG_VARIANT")-1
-  PKG_SUMMARY="NVIDIA Fabric Manager (stand-in nv-fabricmanager), branch $PKG_VARIANT"
+  PKG_VERSION=$PKG_VARIANT-1
+  PKG_SUMMARY="NVIDIA Fabric Manager (stand-in nv-fabricmanager), branch ${PKG_VARIANT%%.*}"
   PKG_DEB_DEPENDS="gpuctl-lab-common, python3"
   PKG_RPM_REQUIRES="gpuctl-lab-common"
   # One Fabric Manager at a time: another branch's replaces it, as with the

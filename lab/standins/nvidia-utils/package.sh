@@ -2,13 +2,15 @@
 # ships them in nvidia-utils-<branch>; RHEL in nvidia-driver-cuda.
 source "$PKG_DIR/../nvidia-driver/branches.sh"
 # shellcheck disable=SC2086 # the list's words are the variants
-pkg_variants() { printf '%s\n' $NVIDIA_BRANCHES; }
+pkg_variants() { printf '%s\n' $NVIDIA_RELEASES; }
 
 if [ -n "$PKG_VARIANT" ]; then
-  PKG_NAME=nvidia-utils-$PKG_VARIANT
+  b=${PKG_VARIANT%%.*}
+  PKG_NAME=nvidia-utils-$b
   PKG_RPM_NAME=nvidia-driver-cuda
-  PKG_VERSION=$(nvidia_release "$PKG_VARIANT")-1
-  PKG_SUMMARY="NVIDIA driver support binaries (stand-in nvidia-smi), branch $PKG_VARIANT"
+  PKG_VERSION=$(nvidia_deb_version "$PKG_VARIANT")
+  PKG_VERSION_RPM=$(nvidia_rpm_version "$PKG_VARIANT")
+  PKG_SUMMARY="NVIDIA driver support binaries (stand-in nvidia-smi), branch $b"
   PKG_DEB_DEPENDS="gpuctl-lab-common, python3"
   PKG_RPM_REQUIRES="gpuctl-lab-common"
   PKG_PROVIDES="nvidia-utils"
