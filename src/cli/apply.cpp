@@ -28,6 +28,8 @@ struct ApplyCliOptions {
   int max_fail_percent = 100;
   std::string batch;
   int reboot_timeout_s = 600;  // ApplyOptions says why
+  int drain_timeout_s = 600;
+  bool no_drain = false;
   bool break_lock = false;
   std::string run_dir;
   bool show_ok = false;  // what is already true is not listed unless asked
@@ -64,8 +66,12 @@ int RunApply(const ApplyCliOptions& options, const GlobalOptions& global) {
   settings.executor.fail_fast = options.fail_fast;
   settings.executor.max_fail_percent = options.max_fail_percent;
   settings.executor.reboot_timeout = std::chrono::seconds(options.reboot_timeout_s);
+  settings.executor.drain = !options.no_drain;
+  settings.executor.drain_timeout = std::chrono::seconds(options.drain_timeout_s);
   try {
     settings.executor.batch = ParseBatch(options.batch, spec->inventory.nodes.size());
+    // A running cluster loses one node at a time unless --batch says more.
+    settings.executor.members_out = settings.executor.batch == 0 ? 1 : settings.executor.batch;
   } catch (const std::exception& e) {
     std::cerr << "gpuctl: --batch: " << e.what() << '\n';
     return kExitError;
@@ -178,7 +184,16 @@ void SetApplyCommand(CLI::App& app, const GlobalOptions& global, int& exit_code)
       ->capture_default_str();
   cmd->add_option("--batch", options->batch,
                   "Reboot at most this many nodes at once (a count, or a percentage like 25%); the "
-                  "next batch starts when the previous one is back and verified");
+                  "next batch starts when the previous one is back and verified. Also how many "
+                  "members of a running cluster are drained at once (default 1)");
+  cmd->add_option("--drain-timeout", options->drain_timeout_s,
+                  "Seconds a member's drain may take (pods evicted within their disruption "
+                  "budgets, or Slurm jobs ending) before its change is given up")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_flag("--no-drain", options->no_drain,
+                "Disrupt members of a running cluster without draining them first (a "
+                "maintenance window with nothing running)");
   cmd->add_option("--reboot-timeout", options->reboot_timeout_s,
                   "Seconds to wait for a rebooted node to answer SSH again")
       ->check(CLI::PositiveNumber)

@@ -71,6 +71,20 @@ bool Step::AppliesTo(const Node& node, const Inventory& inventory) const {
          });
 }
 
+bool Drain::AppliesTo(const Node& node, const Inventory& inventory) const {
+  return std::all_of(when.begin(), when.end(),
+                     [&](StepCondition c) { return Holds(c, node, inventory); });
+}
+
+const Drain* Catalog::DrainFor(const Node& node, const Inventory& inventory) const {
+  for (const Drain& drain : drains_) {
+    if (drain.AppliesTo(node, inventory)) {
+      return &drain;
+    }
+  }
+  return nullptr;
+}
+
 const std::string* Step::ChangeFor(OsFamily family) const {
   auto it = change.find(family);
   return it == change.end() ? nullptr : &it->second;
@@ -122,6 +136,16 @@ std::string Catalog::Digest() const {
     Field(text, "verify", s.verify);
     Field(text, "reboot", s.reboot ? "true" : "false");
     Field(text, "deep", s.deep ? "true" : "false");
+    Field(text, "restarts", DescribeRestarts(s.restarts));
+  }
+  for (const auto& d : drains_) {
+    for (StepCondition c : d.when) {
+      Field(text, "drain-when", detail::ConditionName(c));
+    }
+    Field(text, "drain-on", ToString(d.on));
+    Field(text, "drain-member", d.member);
+    Field(text, "drain", d.drain);
+    Field(text, "drain-resume", d.resume);
   }
   return ::gpuctl::Digest(text);
 }
@@ -159,6 +183,7 @@ Catalog Catalog::Select(const std::vector<std::string>& patterns, std::string& e
   }
   Catalog selected;
   selected.prelude_ = prelude_;
+  selected.drains_ = drains_;  // a limited run disrupts nodes all the same
   for (const Step& s : steps_) {
     if (wanted.count(s.id) > 0) {
       selected.steps_.push_back(s);
@@ -173,7 +198,7 @@ std::optional<Catalog> Catalog::Parse(const std::string& text, const std::string
   yaml::Source source(path, found);
   Catalog catalog;
   if (auto root = source.Parse(text)) {
-    detail::ReadPlaybook(source, *root, catalog.steps_);
+    detail::ReadPlaybook(source, *root, catalog.steps_, catalog.drains_);
   }
   CheckGraph(catalog.steps_, found);
   yaml::AppendInOrder(diagnostics, found);
@@ -223,7 +248,7 @@ std::optional<Catalog> Catalog::Load(const std::string& dir, Diagnostics& diagno
     yaml::Source source(file.string(), found);
     if (auto text = yaml::ReadFile(file.string(), kMaxPlaybookBytes, found)) {
       if (auto root = source.Parse(*text)) {
-        detail::ReadPlaybook(source, *root, catalog.steps_);
+        detail::ReadPlaybook(source, *root, catalog.steps_, catalog.drains_);
       }
     }
   }

@@ -13,8 +13,10 @@
 
 namespace gpuctl::detail {
 
-// Appends the steps of one playbook to `out`, reporting what is wrong in it.
-void ReadPlaybook(yaml::Source& source, const YAML::Node& root, std::vector<Step>& out);
+// Appends the steps of one playbook to `out`, and its `drain:` block to
+// `drains`, reporting what is wrong in it.
+void ReadPlaybook(yaml::Source& source, const YAML::Node& root, std::vector<Step>& out,
+                  std::vector<Drain>& drains);
 
 // "has_gpus" for StepCondition::kHasGpus, and the way back.
 std::string_view ConditionName(StepCondition condition);

@@ -18,8 +18,9 @@ using yaml::Scalar;
 
 const std::vector<std::string>& StepKeys() {
   static const std::vector<std::string> kKeys = {
-      "id",      "description", "roles",  "os",    "when",   "depends", "params", "change_params",
-      "secrets", "inputs",      "common", "probe", "change", "verify",  "reboot", "deep"};
+      "id",     "description",   "roles",   "os",     "when",    "depends",
+      "params", "change_params", "secrets", "inputs", "common",  "probe",
+      "change", "verify",        "reboot",  "deep",   "restarts"};
   return kKeys;
 }
 const std::vector<std::string>& RoleNames() {
@@ -99,6 +100,7 @@ class StepReader {
     Common();
     ChangeOnly();
     m_.Read("reboot", step_.reboot);
+    Restarts();
   }
 
  private:
@@ -240,6 +242,19 @@ class StepReader {
     }
   }
 
+  void Restarts() {
+    for (const auto& r : m_.StringList("restarts").value_or(std::vector<Scalar>{})) {
+      if (const std::uint8_t bit = ParseRestart(r.text); bit != 0) {
+        step_.restarts |= bit;
+      } else {
+        source_.Error(r.where, yaml::UnknownName("runtime", r.text, RestartNames()));
+      }
+    }
+    if (step_.deep && step_.restarts != kRestartsNothing) {
+      source_.Error(m_.KeyWhere("restarts"), "a deep validation changes nothing to restart");
+    }
+  }
+
   // False when absent or not text (the latter reported).
   bool Script(MapReader& m, std::string_view key, std::string& out) {
     auto s = m.String(key);
@@ -345,6 +360,46 @@ class StepReader {
   Step& step_;
 };
 
+// A playbook's `drain:` block: when it applies, where it runs, its three
+// scripts (drain.h).
+void ReadDrain(yaml::Source& source, const YAML::Node& node, std::vector<Drain>& out) {
+  MapReader m(source, node, {"description", "when", "on", "member", "drain", "resume"});
+  if (!m.ok()) {
+    return;
+  }
+  m.Require({"when", "on", "member", "drain", "resume"});
+  Drain drain;
+  drain.file = source.file();
+  drain.where = m.where();
+  m.Read("description", drain.description);
+  for (const auto& c : m.StringList("when").value_or(std::vector<Scalar>{})) {
+    auto it = std::find(ConditionNames().begin(), ConditionNames().end(), c.text);
+    if (it == ConditionNames().end()) {
+      source.Error(c.where, yaml::UnknownName("condition", c.text, ConditionNames()));
+      continue;
+    }
+    drain.when.push_back(static_cast<StepCondition>(it - ConditionNames().begin()));
+  }
+  if (auto on = m.String("on")) {
+    if (auto role = ParseRole(on->text)) {
+      drain.on = *role;
+    } else {
+      source.Error(on->where, yaml::UnknownName("role", on->text, RoleNames()));
+    }
+  }
+  for (const auto& [key, script] : {std::pair<const char*, std::string*>{"member", &drain.member},
+                                    {"drain", &drain.drain},
+                                    {"resume", &drain.resume}}) {
+    if (auto text = m.String(key)) {
+      if (text->text.find_first_not_of(" \t\r\n") == std::string::npos) {
+        source.Error(text->where, fmt::format("empty {} script", key));
+      }
+      *script = text->text;
+    }
+  }
+  out.push_back(std::move(drain));
+}
+
 }  // namespace
 
 std::string_view ConditionName(StepCondition condition) {
@@ -360,12 +415,16 @@ const std::vector<std::string>& ConditionNames() {
   return kNames;
 }
 
-void ReadPlaybook(yaml::Source& source, const YAML::Node& root, std::vector<Step>& out) {
-  MapReader top(source, root, {"steps"});
+void ReadPlaybook(yaml::Source& source, const YAML::Node& root, std::vector<Step>& out,
+                  std::vector<Drain>& drains) {
+  MapReader top(source, root, {"steps", "drain"});
   if (!top.ok()) {
     return;
   }
   top.Require({"steps"});
+  if (top.Has("drain")) {
+    ReadDrain(source, root["drain"], drains);
+  }
   for (const auto& item : top.List("steps").value_or(std::vector<YAML::Node>{})) {
     MapReader m(source, item, StepKeys());
     if (!m.ok()) {

@@ -96,6 +96,9 @@ std::string StepDigest(const Step& step, const std::string& prelude) {
     text += "secret " + secret + '\n';
   }
   text += step.reboot ? "reboot\n" : "";
+  if (step.restarts != kRestartsNothing) {
+    text += "restarts " + DescribeRestarts(step.restarts) + '\n';
+  }
   return Digest(text);
 }
 
@@ -186,6 +189,7 @@ Plan Plan::Build(const Inventory& inventory, const Catalog& catalog, PlanScope s
       item.env.insert_or_assign("GPUCTL_OS_FAMILY", os_family);
       item.digest = ItemDigest(step_digests.at(step->id), item.env);
       item.reboot = step->reboot;
+      item.restarts = step->restarts;
       plan.items_.push_back(std::move(item));
     }
   }

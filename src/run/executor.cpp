@@ -46,6 +46,7 @@ SchedulerLimits LimitsFor(const RunContext& context, const ApplyOptions& options
   SchedulerLimits limits;
   limits.concurrency = context.options.concurrency;
   limits.batch = options.batch;
+  limits.members_out = options.members_out;
   limits.fail_fast = options.fail_fast;
   limits.max_fail_percent = options.max_fail_percent;
   limits.total_nodes = context.inventory.nodes.size();
@@ -110,7 +111,11 @@ Executor::Executor(RunContext& context, ApplyOptions options)
             limits.on_wait = [this](bool waiting) { WalkerWaits(waiting); };
             return limits;
           }(),
-          ScheduledItems(context.plan), FailedNodes(context)) {}
+          ScheduledItems(context.plan), FailedNodes(context)),
+      drainer_(context.inventory, context.catalog, context.transport, context.reporter,
+               context.redactor,
+               DrainOptions{options.drain_timeout, "gpuctl apply",
+                            context.options.trust_new_host_keys}) {}
 
 void Executor::Run() {
   // Slots (not threads) bound the real work: a walker at work holds one or
@@ -210,6 +215,11 @@ void Executor::WalkNode(const Node& node) {
     ~SlotRelease() { Now(); }
   } slot{scheduler_, holds_slot};
   bool reboot_pending = false;
+  bool drained = false;  // this walker took the node out of service
+  // The item whose reach (on the node the drain runs on) is held until the
+  // node is back in service.
+  std::size_t drain_reach = 0;
+  bool unsettled = false;  // a reboot did not end verified (failed, or the run stopped)
   std::vector<std::size_t> awaiting_verify;  // changed, verified after the reboot
   for (const std::size_t id : context_.plan.ItemsOf(node.name)) {
     PlanItem& item = context_.plan.items()[id];
@@ -222,15 +232,29 @@ void Executor::WalkNode(const Node& node) {
     if (reboot_pending && !step.reboot) {
       slot.Now();  // a reboot's wait is not work on the node
       if (!RebootAndVerify(node, awaiting_verify)) {
+        unsettled = true;
         break;
       }
       reboot_pending = false;
     }
+    // Back in service before anything else: the node's next item may wait
+    // for another node, which may wait for this one's turn to be drained.
+    if (drained && !reboot_pending && !ReturnToService(node, drain_reach, drained)) {
+      break;
+    }
     if (!WaitToStart(item, holds_slot)) {
       continue;  // blocked; later items may still depend only on done ones
     }
+    if (!drained && (step.reboot || step.restarts != kRestartsNothing)) {
+      if (!TakeOutOfService(node, item, holds_slot, drained)) {
+        break;
+      }
+      drain_reach = id;
+    }
     const bool ran = RunItem(node, item, reboot_pending, holds_slot);
-    scheduler_.ReleaseReach(id);
+    if (!drained || drain_reach != id) {
+      scheduler_.ReleaseReach(id);
+    }
     if (!ran) {
       break;
     }
@@ -243,8 +267,21 @@ void Executor::WalkNode(const Node& node) {
     }
   }
   slot.Now();
-  if (reboot_pending && !context_.IsFailed(node.name)) {
-    RebootAndVerify(node, awaiting_verify);
+  if (reboot_pending && !unsettled && !context_.IsFailed(node.name)) {
+    unsettled = !RebootAndVerify(node, awaiting_verify);
+  }
+  if (drained) {
+    if (unsettled || context_.IsFailed(node.name)) {
+      // Left out of service on purpose: whatever failed may be why its
+      // work would fail too. The admin resumes it once it is fixed.
+      context_.reporter.Note(node.name,
+                             fmt::format("left drained: resume it once fixed (the drain ran on {})",
+                                         drainer_.RunsOn(node)));
+      scheduler_.ReleaseReach(drain_reach);
+      scheduler_.LeaveOutOfService(node.name);
+    } else {
+      ReturnToService(node, drain_reach, drained);
+    }
   }
   // Whatever this walker did not reach is blocked, so dependents stop waiting.
   std::vector<std::size_t> blocked;
@@ -279,6 +316,17 @@ std::vector<std::string> Executor::ReachedNodes(const PlanItem& item) const {
       reached.insert(source->name);
       if (!input.each) {
         break;  // read from the first node holding the role
+      }
+    }
+  }
+  // A change that disrupts its node, if that node is a member, needs the
+  // node its drain runs on up for the drain and for the resume: the item
+  // never starts while that node is down for a reboot, and that node does
+  // not go down under it (TakeOutOfService holds this reach until the resume).
+  if (options_.drain && (item.reboot || item.restarts != kRestartsNothing)) {
+    if (const Node* node = context_.inventory.Find(item.node)) {
+      if (std::string holder = drainer_.RunsOn(*node); !holder.empty()) {
+        reached.insert(std::move(holder));
       }
     }
   }
@@ -526,6 +574,83 @@ bool Executor::WaitForReboot(const Node& node, std::string& last_error) {
     std::this_thread::sleep_for(std::chrono::seconds(1));
   }
   return false;
+}
+
+bool Executor::TakeOutOfService(const Node& node, PlanItem& item, bool& holds_slot, bool& drained) {
+  if (!options_.drain || !drainer_.Applies(node)) {
+    return true;
+  }
+  Connection* connection = context_.ConnectionTo(node.name);
+  if (connection == nullptr) {
+    return true;  // RunItem reports the lost connection
+  }
+  ScriptRunner runner = context_.RunnerFor(*connection);
+  std::string why;
+  switch (drainer_.IsMember(node, runner, why)) {
+    case Drainer::Membership::kNotMember:
+      return true;
+    case Drainer::Membership::kMember:
+      break;
+    case Drainer::Membership::kUnknown:
+      // Disrupting a node that may be running work, unannounced, is what
+      // draining is for: refuse rather than guess.
+      scheduler_.ReleaseReach(item.id);
+      Finish(item, ItemState::kFailed, why + "; nothing was changed");
+      FailNode(node, fmt::format("{}: {}", item.step, why));
+      return false;
+  }
+  // Waiting for its turn is not work: the slot and the reach go back, so
+  // that nothing waits on this node while it waits on the others.
+  scheduler_.ReleaseReach(item.id);
+  if (holds_slot) {
+    scheduler_.ReturnSlot();
+    holds_slot = false;
+  }
+  if (!scheduler_.EnterOutOfService(node.name)) {
+    Finish(item, ItemState::kBlocked, "run stopped before this step");
+    return false;
+  }
+  // Admitted again, so the node the drain runs on is up and stays up until
+  // the resume (a node it reaches may have gone down meanwhile).
+  if (!WaitToStart(item, holds_slot)) {
+    scheduler_.LeaveOutOfService(node.name);
+    return false;
+  }
+  context_.reporter.Note(
+      node.name, fmt::format("draining on {} before {} (--drain-timeout {})", drainer_.RunsOn(node),
+                             item.step, Duration(options_.drain_timeout)));
+  if (!drainer_.DrainNode(node, why)) {
+    // Put back what the drain did (a cordon): nothing was disrupted, and
+    // the node's work goes on while the admin looks.
+    std::string resume_why;
+    const bool resumed = drainer_.ResumeNode(node, resume_why);
+    scheduler_.ReleaseReach(item.id);
+    scheduler_.LeaveOutOfService(node.name);
+    const std::string detail = fmt::format(
+        "not drained within the drain's limits, so not changed: {}{}", why,
+        resumed ? "; the node is back in service" : "; and resuming it failed: " + resume_why);
+    Finish(item, ItemState::kFailed, detail);
+    FailNode(node, fmt::format("{}: {}", item.step, detail));
+    return false;
+  }
+  drained = true;
+  context_.reporter.Note(node.name, "drained");
+  return true;
+}
+
+bool Executor::ReturnToService(const Node& node, std::size_t drain_reach, bool& drained) {
+  std::string why;
+  const bool resumed = drainer_.ResumeNode(node, why);
+  drained = false;
+  scheduler_.ReleaseReach(drain_reach);
+  scheduler_.LeaveOutOfService(node.name);
+  if (!resumed) {
+    FailNode(node, fmt::format("changed and verified, but not put back in service on {}: {}",
+                               drainer_.RunsOn(node), why));
+    return false;
+  }
+  context_.reporter.Note(node.name, "back in service");
+  return true;
 }
 
 void Executor::Finish(PlanItem& item, ItemState state, const std::string& detail) {

@@ -14,14 +14,16 @@ struct Scheduler::Waiter {
   std::string node;
   bool slot = false;
   bool batch = false;
-  // Where it sits in on_item_, on_node_, on_slot_ or on_batch_, while it is there.
+  bool service = false;  // a member's turn to be drained
+  // Where it sits in on_item_, on_node_, on_slot_, on_batch_ or on_service_,
+  // while it is there.
   std::optional<std::multimap<std::size_t, Waiter*>::iterator> on_item;
   std::optional<std::multimap<std::string, Waiter*>::iterator> on_node;
   std::optional<std::list<Waiter*>::iterator> queued;
   void Clear() {
     item.reset();
     node.clear();
-    slot = batch = false;
+    slot = batch = service = false;
   }
 };
 
@@ -66,6 +68,8 @@ void Scheduler::Register(Waiter& w) {
     w.queued = on_slot_.insert(on_slot_.end(), &w);
   } else if (w.batch) {
     w.queued = on_batch_.insert(on_batch_.end(), &w);
+  } else if (w.service) {
+    w.queued = on_service_.insert(on_service_.end(), &w);
   }
 }
 
@@ -79,7 +83,7 @@ void Scheduler::Unregister(Waiter& w) {
     w.on_node.reset();
   }
   if (w.queued) {
-    (w.slot ? on_slot_ : on_batch_).erase(*w.queued);
+    (w.slot ? on_slot_ : w.batch ? on_batch_ : on_service_).erase(*w.queued);
     w.queued.reset();
   }
   w.Clear();
@@ -345,6 +349,36 @@ void Scheduler::LeaveRebootBatch(const std::string& node) {
 std::size_t Scheduler::MaxConcurrentReboots() const {
   std::lock_guard lock(mutex_);
   return max_rebooting_;
+}
+
+bool Scheduler::EnterOutOfService(const std::string& node) {
+  std::unique_lock lock(mutex_);
+  Waiter waiter;
+  WaitUntil(lock, waiter, [&] {
+    if (limits_.members_out != 0 && out_of_service_.size() >= limits_.members_out) {
+      waiter.service = true;
+      return false;
+    }
+    return true;
+  });
+  if (Stopping()) {
+    return false;  // never drained: a stop must not take more nodes out
+  }
+  out_of_service_.insert(node);
+  max_out_of_service_ = std::max(max_out_of_service_, out_of_service_.size());
+  return true;
+}
+
+void Scheduler::LeaveOutOfService(const std::string& node) {
+  std::lock_guard lock(mutex_);
+  if (out_of_service_.erase(node) != 0 && !on_service_.empty()) {
+    on_service_.front()->woken.notify_one();
+  }
+}
+
+std::size_t Scheduler::MaxOutOfService() const {
+  std::lock_guard lock(mutex_);
+  return max_out_of_service_;
 }
 
 void Scheduler::NodeFailed(const std::string& node) {

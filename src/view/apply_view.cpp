@@ -53,10 +53,13 @@ std::string RebootNotice(const std::vector<std::string>& nodes, std::size_t batc
   if (nodes.size() > kNamed) {
     names += fmt::format(" and {} more", nodes.size() - kNamed);
   }
-  const std::string pace = nodes.size() == 1 ? ""
-                           : batch == 0
-                               ? "; all at once (no --batch; --batch 1 reboots one at a time)"
-                               : fmt::format("; at most {} at a time (--batch)", batch);
+  // Membership is asked of each node right before its change: a fresh node
+  // is not in the cluster yet, a running one is drained first.
+  const std::string pace =
+      nodes.size() == 1 ? ""
+      : batch == 0      ? "; nodes not yet in a running cluster all at once (no --batch; --batch 1 "
+                          "reboots one at a time), its members drained and rebooted one at a time"
+                        : fmt::format("; at most {} at a time (--batch)", batch);
   return fmt::format("\nReboots: {} node{} ({}){}.\n", nodes.size(), nodes.size() == 1 ? "" : "s",
                      names, pace);
 }

@@ -66,9 +66,18 @@ std::string Depends(const Step& step) {
 }
 
 // The playbook's file name, without the directory it was loaded from.
-std::string FileName(const Step& step) {
-  const auto slash = step.file.find_last_of('/');
-  return slash == std::string::npos ? step.file : step.file.substr(slash + 1);
+std::string FileName(const std::string& file) {
+  const auto slash = file.find_last_of('/');
+  return slash == std::string::npos ? file : file.substr(slash + 1);
+}
+
+// What the step's change does to running work on its node.
+std::string Disrupts(const Step& step) {
+  std::string text = step.reboot ? "reboot" : "";
+  if (step.restarts != kRestartsNothing) {
+    text += (text.empty() ? "restarts " : ", restarts ") + DescribeRestarts(step.restarts);
+  }
+  return text;
 }
 
 // A script as a fenced block's body: ends in exactly one newline.
@@ -134,13 +143,13 @@ std::string RenderCatalogMarkdown(const Catalog& catalog) {
       "Each step's probe (what `plan` asks) and verification (what `check` asks)\n"
       "follow the table.\n"
       "\n"
-      "| step | description | roles | OS | when | depends | reboot | playbook |\n"
+      "| step | description | roles | OS | when | depends | disrupts | playbook |\n"
       "|---|---|---|---|---|---|---|---|\n";
   std::string probes = "\n## Probes\n";
   for (const Step& s : catalog.steps()) {
     out += fmt::format("| {}{} | {} | {} | {} | {} | {} | {} | {} |\n", Code(s.id),
                        s.deep ? " *deep*" : "", Cell(s.description), Roles(s), Families(s),
-                       Conditions(s), Depends(s), s.reboot ? "yes" : "", Code(FileName(s)));
+                       Conditions(s), Depends(s), Disrupts(s), Code(FileName(s.file)));
     probes += fmt::format("\n### {}\n", s.id);
     if (!s.common.empty()) {
       probes +=
@@ -152,7 +161,28 @@ std::string RenderCatalogMarkdown(const Catalog& catalog) {
       probes += fmt::format("\nVerification:\n\n```sh\n{}```\n", Block(Own(s, s.verify)));
     }
   }
-  return out + probes;
+  std::string drains;
+  for (const Drain& d : catalog.drains()) {
+    if (drains.empty()) {
+      drains =
+          "\n## Drains\n\nBefore a disruptive change (the *disrupts* column) on a member of a "
+          "running\ncluster, apply drains the node and resumes it once verified "
+          "([day2.md](day2.md)).\n";
+    }
+    std::vector<std::string> when;
+    for (StepCondition c : d.when) {
+      when.emplace_back(ToString(c));
+    }
+    drains += fmt::format("\n### {} (`{}`)\n\n{}. Runs on the {}.\n", Join(when, ", "),
+                          FileName(d.file), d.description, ToString(d.on));
+    for (const auto& [title, body] :
+         {std::pair<const char*, const std::string*>{"Member (on the node itself)", &d.member},
+          {"Drain", &d.drain},
+          {"Resume", &d.resume}}) {
+      drains += fmt::format("\n{}:\n\n```sh\n{}```\n", title, Block(*body));
+    }
+  }
+  return out + drains + probes;
 }
 
 std::vector<ScriptFile> CatalogScriptFiles(const Catalog& catalog) {
@@ -174,7 +204,7 @@ std::vector<ScriptFile> CatalogScriptFiles(const Catalog& catalog) {
   const std::string source_prelude =
       prelude ? "# shellcheck source-path=SCRIPTDIR source=prelude.sh\n. ./prelude.sh\n" : "";
   for (const Step& s : catalog.steps()) {
-    const std::string where = fmt::format("{}:{}", FileName(s), s.where.line);
+    const std::string where = fmt::format("{}:{}", FileName(s.file), s.where.line);
     // One line of code ahead of a script's own, so the duplicate finder does
     // not pair scripts by their headers: the common: file sources the prelude.
     std::string source_common;
@@ -198,6 +228,20 @@ std::vector<ScriptFile> CatalogScriptFiles(const Catalog& catalog) {
                       "this.\n{}{}",
                       s.id, kind, where, common.empty() ? "" : ", the common:",
                       common.empty() ? source_prelude : source_common, body));
+    }
+  }
+  for (const Drain& d : catalog.drains()) {
+    const std::string where = fmt::format("{}:{}", FileName(d.file), d.where.line);
+    // Named by the playbook's number ("drain.60"): a catalog may have several.
+    const std::string id = "drain." + FileName(d.file).substr(0, 2);
+    for (const auto& [kind, body] :
+         {std::pair<const char*, const std::string*>{"member", &d.member},
+          {"drain", &d.drain},
+          {"resume", &d.resume}}) {
+      put(fmt::format("{}.{}.sh", id, kind), std::string("drain\0") + *body,
+          fmt::format("#!/bin/sh\n# gpuctl drain ({}): its {} script. A node runs the prelude, "
+                      "then this.\n{}{}",
+                      where, kind, source_prelude, *body));
     }
   }
   return files;

@@ -108,7 +108,10 @@ void WritePlanText(std::ostream& stream, const Plan& plan, const Inventory& inve
       // A reboot is never a surprise: every change that brings one says so.
       const bool pending =
           item.state == ItemState::kNeedsChange || item.state == ItemState::kKnownAfterApply;
-      const std::string reboots = pending && item.reboot ? paint("1;33", " [reboots]") : "";
+      std::string reboots = pending && item.reboot ? paint("1;33", " [reboots]") : "";
+      if (pending && item.restarts != kRestartsNothing) {
+        reboots += paint("1;33", fmt::format(" [restarts {}]", DescribeRestarts(item.restarts)));
+      }
       body += fmt::format("  {} {:<30} {}{}{}\n", paint(m.color, m.symbol), item.step, m.words,
                           reboots, why.empty() ? "" : ": " + why);
     }
@@ -214,6 +217,13 @@ void WritePlanJson(std::ostream& out, const Plan& plan, const PlanHeader& header
       after += (after.size() > 1 ? "," : "") + std::to_string(id);
     }
     after += ']';
+    std::string restarts = "[";
+    for (std::size_t bit = 0; bit < RestartNames().size(); ++bit) {
+      if ((item.restarts & (1U << bit)) != 0) {
+        restarts += fmt::format("{}\"{}\"", restarts.size() > 1 ? "," : "", RestartNames()[bit]);
+      }
+    }
+    restarts += ']';
     // What nodes printed may be any bytes; JSON carries only UTF-8.
     const std::string line = JsonLine()
                                  .Number("id", static_cast<long long>(item.id))
@@ -224,6 +234,7 @@ void WritePlanJson(std::ostream& out, const Plan& plan, const PlanHeader& header
                                  .Text("detail", ValidUtf8(item.detail))
                                  .Text("digest", item.digest)
                                  .Flag("reboot", item.reboot)
+                                 .Raw("restarts", restarts)
                                  .Raw("after", after)
                                  .Raw("env", env.str())
                                  .Raw("env_shared", env_shared.str())
@@ -283,6 +294,13 @@ SavedPlan PlanFromJson(const nlohmann::json& document, const std::string& path) 
       item.detail = j.at("detail").get<std::string>();
       item.digest = j.at("digest").get<std::string>();
       item.reboot = j.value("reboot", false);  // absent in plans saved before it was recorded
+      for (const auto& name : j.value("restarts", std::vector<std::string>{})) {
+        if (const std::uint8_t bit = ParseRestart(name); bit != 0) {
+          item.restarts |= bit;
+        } else {
+          fail(fmt::format("item {}: unknown runtime '{}' in restarts", item.id, name));
+        }
+      }
       item.after = j.at("after").get<std::vector<std::size_t>>();
       for (auto& [name, value] : j.at("env").get<std::map<std::string, std::string>>()) {
         item.env.emplace(name, SharedText(std::move(value)));

@@ -3,12 +3,15 @@
 // (worker2) joined with tokens made at run time, every node Ready, the GPU
 // Operator advertising each worker's 8 GPUs; `check` agrees and a second
 // apply sends nothing. No bootstrap token may appear in what gpuctl prints,
-// its run journal, or any file it writes.
+// its run journal, or any file it writes. Last, day 2: containerd stopped on
+// both workers of the running cluster is restarted with each worker drained
+// on the master first, one at a time, and uncordoned once verified.
 //
 // The inventory is air-gapped (policy.air_gapped, mirrors:): every script
 // gpuctl sends is traced (GPUCTL_TRACE_SCRIPTS) and none may name a URL whose
 // host is not in the inventory (its mirrors, its repositories, its nodes).
 #include <fstream>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -129,6 +132,43 @@ class KubernetesLabTest : public test::LabCase {
     return outside;
   }
 
+  // From the run's journal: each of `nodes` was drained on master1 (kubectl
+  // cordoned and drained it), changed, and uncordoned, and no two of them
+  // were out of service at the same time.
+  static void ExpectRollingDrains(const std::string& run_dir,
+                                  const std::vector<std::string>& nodes) {
+    std::ifstream in(fs::path(run_dir) / "journal.jsonl");
+    std::string out_of_service;  // the node drained now, if any
+    std::map<std::string, std::string> seen;
+    for (std::string line; std::getline(in, line);) {
+      const auto e = nlohmann::json::parse(line, nullptr, false);
+      if (e.is_discarded()) continue;
+      const std::string node = e.value("node", "");
+      const std::string event = e.value("event", "");
+      if (event == "end" && (e.value("step", "") == "drain" || e.value("step", "") == "resume")) {
+        seen[node] += e.value("stdout_tail", "");
+      }
+      if (event != "note") continue;
+      const std::string message = e.value("message", "");
+      if (message == "drained") {
+        EXPECT_EQ(out_of_service, "") << node << " drained while " << out_of_service << " was";
+        out_of_service = node;
+      } else if (message == "back in service") {
+        EXPECT_EQ(out_of_service, node);
+        out_of_service.clear();
+        seen[node] += "\n(back)";
+      }
+    }
+    for (const std::string& node : nodes) {
+      const std::string& text = seen[node];
+      for (const std::string& want : {"node/" + node + " cordoned", "node/" + node + " drained",
+                                      "node/" + node + " uncordoned", std::string("(back)")}) {
+        EXPECT_NE(text.find(want), std::string::npos) << node << ": no \"" << want << "\" in\n"
+                                                      << text;
+      }
+    }
+  }
+
   fs::path trace_;
   fs::path inventory_;
 };
@@ -239,6 +279,23 @@ TEST_F(KubernetesLabTest, InitCniJoinReadyOperatorOnAptAndDnfWorkersThenNothingT
   for (const std::string& url : UrlsOutsideTheInventory()) {
     ADD_FAILURE() << "a script names a host outside the inventory's mirrors: " << url;
   }
+
+  // Day 2: containerd stopped on both workers of the running cluster. The
+  // plan says the change restarts it; apply drains each worker on the
+  // master before, one at a time, and uncordons it once verified.
+  for (const char* node : {"worker1", "worker2"}) {
+    ASSERT_EQ(lab_->Ssh(node, "systemctl stop containerd").status, 0) << node;
+  }
+  const Result disrupt_plan = Gpuctl("plan");
+  EXPECT_NE(disrupt_plan.out.find("containers.containerd"), std::string::npos) << disrupt_plan.out;
+  EXPECT_NE(disrupt_plan.out.find("[restarts containerd]"), std::string::npos) << disrupt_plan.out;
+  const Result rolling = Gpuctl("apply --yes --run-dir " + RunDir("rolling"));
+  ASSERT_EQ(rolling.status, 0) << rolling.out;
+  ExpectRollingDrains(RunDir("rolling"), {"worker1", "worker2"});
+  const std::string schedulable = Master(
+      "kubectl get nodes -o jsonpath='{range .items[*]}{.metadata.name}="
+      "{.spec.unschedulable} {end}'");
+  EXPECT_EQ(schedulable, "master1= worker1= worker2= ") << "a node was left cordoned";
 }
 
 }  // namespace

@@ -40,8 +40,9 @@ TEST(ApplyViewTest, RebootNoticeNamesTheNodesAndThePace) {
   EXPECT_EQ(RebootNotice({}, 0), "");
   EXPECT_EQ(RebootNotice({"worker1"}, 0), "\nReboots: 1 node (worker1).\n");
   EXPECT_EQ(RebootNotice({"worker1", "worker2"}, 0),
-            "\nReboots: 2 nodes (worker1, worker2); all at once (no --batch; --batch 1 reboots "
-            "one at a time).\n");
+            "\nReboots: 2 nodes (worker1, worker2); nodes not yet in a running cluster all at "
+            "once (no --batch; --batch 1 reboots one at a time), its members drained and "
+            "rebooted one at a time.\n");
   EXPECT_EQ(RebootNotice({"worker1", "worker2", "worker3"}, 2),
             "\nReboots: 3 nodes (worker1, worker2, worker3); at most 2 at a time (--batch).\n");
 }

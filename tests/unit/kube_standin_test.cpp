@@ -359,6 +359,81 @@ TEST_F(KubeStandinTest, InitJoinFlannelAndGpuOperatorGiveReadyGpuNodes) {
   EXPECT_NE(unknown.err.find("unknown command \"frobnicate\""), std::string::npos);
 }
 
+// What apply's Kubernetes drain runs (playbooks/60-kubernetes.yaml):
+// cordon, drain and uncordon, in kubectl's words.
+TEST_F(KubeStandinTest, CordonDrainAndUncordonAsKubectlDoes) {
+  ASSERT_EQ(Init().rc, 0);
+  ASSERT_EQ(Join(token_, ca_hash_).rc, 0);
+  ASSERT_EQ(
+      Run(kFlannel + (LibDir() / "manifests/kube-flannel.yml").string(), "master", AdminEnv()).rc,
+      0);
+  ASSERT_EQ(Run("kubelet --once", "master").rc, 0);
+  ASSERT_EQ(Run("kubelet --once", "worker").rc, 0);
+  const auto on_worker = [&] {
+    return Run("kubectl get pods -A -o jsonpath='{range .items[*]}{.spec.nodeName} "
+               "{.metadata.name}{\"\\n\"}{end}' | sed -n 's/^worker1 //p' | sort",
+               "master", AdminEnv())
+        .out;
+  };
+  // The scheduler stand-in puts coredns on the worker first.
+  ASSERT_NE(on_worker().find("coredns-"), std::string::npos) << on_worker();
+
+  Result cordon = Run("kubectl cordon worker1 && kubectl cordon worker1", "master", AdminEnv());
+  EXPECT_EQ(cordon.out, "node/worker1 cordoned\nnode/worker1 already cordoned\n") << cordon.err;
+  Result nodes = Run("kubectl get nodes", "master", AdminEnv());
+  EXPECT_TRUE(std::regex_search(nodes.out, std::regex("\nworker1 +Ready,SchedulingDisabled +")))
+      << nodes.out;
+  Result taints =
+      Run("kubectl get node worker1 -o jsonpath='{.spec.taints[*].key}'", "master", AdminEnv());
+  EXPECT_EQ(taints.out, "node.kubernetes.io/unschedulable");
+  // A cordon alone moves nothing: only evictions do.
+  EXPECT_NE(on_worker().find("coredns-"), std::string::npos) << on_worker();
+  Result uncordon = Run("kubectl uncordon worker1", "master", AdminEnv());
+  EXPECT_EQ(uncordon.out, "node/worker1 uncordoned\n") << uncordon.err;
+
+  // DaemonSet pods are refused unless ignored, after the cordon, as kubectl does.
+  Result daemons = Run("kubectl drain worker1", "master", AdminEnv());
+  EXPECT_EQ(daemons.rc, 1);
+  EXPECT_NE(daemons.err.find("error: unable to drain node \"worker1\" due to error: cannot delete "
+                             "DaemonSet-managed Pods (use --ignore-daemonsets to ignore): "),
+            std::string::npos)
+      << daemons.err;
+  ASSERT_EQ(Run("kubectl uncordon worker1", "master", AdminEnv()).rc, 0);
+
+  // A bare running pod stops the drain unless forced.
+  const fs::path pod = dir_ / "bare.yaml";
+  WriteFile(pod,
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: notebook, namespace: default}\n"
+            "spec: {nodeName: worker1, containers: [{name: main, image: busybox}]}\n");
+  ASSERT_EQ(Run("kubectl apply -f " + pod.string(), "master", AdminEnv()).rc, 0);
+  Result bare = Run("kubectl drain worker1 --ignore-daemonsets", "master", AdminEnv());
+  EXPECT_EQ(bare.rc, 1);
+  EXPECT_NE(bare.err.find("cannot delete Pods declare no controller (use --force to override): "
+                          "default/notebook"),
+            std::string::npos)
+      << bare.err;
+
+  Result drain =
+      Run("kubectl drain worker1 --ignore-daemonsets --delete-emptydir-data --force --timeout=60s",
+          "master", AdminEnv());
+  ASSERT_EQ(drain.rc, 0) << drain.err;
+  EXPECT_EQ(drain.out.rfind("node/worker1 already cordoned\n", 0), 0U) << drain.out;
+  EXPECT_NE(drain.out.find("evicting pod default/notebook\n"), std::string::npos) << drain.out;
+  EXPECT_TRUE(std::regex_search(drain.out, std::regex("\nevicting pod kube-system/coredns-")))
+      << drain.out;
+  EXPECT_TRUE(std::regex_search(drain.out, std::regex("\npod/coredns-[a-z0-9-]+ evicted\n")))
+      << drain.out;
+  EXPECT_TRUE(drain.out.ends_with("node/worker1 drained\n")) << drain.out;
+  EXPECT_NE(drain.err.find("Warning: ignoring DaemonSet-managed Pods: kube-flannel/"),
+            std::string::npos)
+      << drain.err;
+  // Only DaemonSet pods are left on it; coredns runs on the master now.
+  const std::string left = on_worker();
+  EXPECT_EQ(left.find("coredns-"), std::string::npos) << left;
+  EXPECT_EQ(left.find("notebook"), std::string::npos) << left;
+  EXPECT_NE(left.find("kube-proxy-"), std::string::npos) << left;
+}
+
 TEST_F(KubeStandinTest, PreflightRefusesSwapAndUnsetSysctls) {
   WriteFile(dir_ / "proc/swaps",
             "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n"

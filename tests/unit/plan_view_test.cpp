@@ -60,6 +60,24 @@ TEST_F(PlanViewTest, AChangeThatRebootsSaysSoAndTheSummaryCountsTheNodes) {
   EXPECT_EQ(RenderPlanText(plan, inventory, {}, {}).find("[reboots]"), std::string::npos);
 }
 
+TEST_F(PlanViewTest, AChangeThatRestartsARuntimeSaysWhichAndASavedPlanKeepsIt) {
+  plan.Find("worker1", "os.sysctl")->restarts = kRestartsContainerd | kRestartsKubelet;
+  const std::string text = RenderPlanText(plan, inventory, {}, {});
+  EXPECT_NE(text.find("  ~ os.sysctl                      will change [restarts containerd, "
+                      "kubelet]: net.ipv4.ip_forward=0 (want 1)\n"),
+            std::string::npos)
+      << text;
+  std::ostringstream saved;
+  WritePlanJson(saved, plan, {}, {});
+  const SavedPlan back = PlanFromJson(nlohmann::json::parse(saved.str()), "plan.json");
+  EXPECT_EQ(back.plan.Find("worker1", "os.sysctl")->restarts,
+            kRestartsContainerd | kRestartsKubelet);
+  EXPECT_EQ(back.plan.Find("master1", "os.sysctl")->restarts, kRestartsNothing);
+  // Satisfied: nothing restarts, nothing said.
+  plan.Find("worker1", "os.sysctl")->state = ItemState::kSatisfied;
+  EXPECT_EQ(RenderPlanText(plan, inventory, {}, {}).find("[restarts"), std::string::npos);
+}
+
 TEST_F(PlanViewTest, WhatApplyCannotFixIsMarkedWithItsReason) {
   PlanItem& driver = *plan.Find("worker1", "gpu.driver");
   driver.state = ItemState::kNeedsAttention;

@@ -196,6 +196,57 @@ TEST(Scheduler, AnInterruptCancelsARebootWaitingForItsBatch) {
   EXPECT_TRUE(waited);
 }
 
+TEST(Scheduler, MembersGoOutOfServiceOneAtATimeByDefault) {
+  Scheduler scheduler(Limits(), TwoNodes(), {});
+  ASSERT_TRUE(scheduler.EnterOutOfService("n1"));
+  const auto [entered, waited] = WaitThenRelease(
+      scheduler, [&] { return scheduler.EnterOutOfService("n2"); },
+      [&] { scheduler.LeaveOutOfService("n1"); });
+  EXPECT_TRUE(entered);
+  EXPECT_TRUE(waited);
+  EXPECT_EQ(scheduler.MaxOutOfService(), 1U);
+}
+
+TEST(Scheduler, MembersOutOfServiceNeverExceedTheirLimit) {
+  constexpr std::size_t kOut = 2;
+  SchedulerLimits limits = Limits();
+  limits.members_out = kOut;
+  Scheduler scheduler(limits, TwoNodes(), {});
+  std::mutex mutex;
+  std::size_t out = 0;
+  std::size_t most_out = 0;
+  {
+    std::vector<std::jthread> nodes;
+    for (int n = 0; n < 6; ++n) {
+      nodes.emplace_back([&, name = "n" + std::to_string(n)] {
+        for (int round = 0; round < 50; ++round) {
+          ASSERT_TRUE(scheduler.EnterOutOfService(name));
+          {
+            std::lock_guard lock(mutex);
+            most_out = std::max(most_out, ++out);
+          }
+          {
+            std::lock_guard lock(mutex);
+            --out;
+          }
+          scheduler.LeaveOutOfService(name);
+        }
+      });
+    }
+  }
+  EXPECT_LE(most_out, kOut);
+  EXPECT_LE(scheduler.MaxOutOfService(), kOut);
+}
+
+TEST(Scheduler, StopCancelsAMemberWaitingToBeDrained) {
+  Scheduler scheduler(Limits(), TwoNodes(), {});
+  ASSERT_TRUE(scheduler.EnterOutOfService("n1"));
+  const auto [entered, waited] = WaitThenRelease(
+      scheduler, [&] { return scheduler.EnterOutOfService("n2"); }, [&] { scheduler.StopAll(); });
+  EXPECT_FALSE(entered);
+  EXPECT_TRUE(waited);
+}
+
 TEST(Scheduler, StopEndsAnItemsWaitForItsDependencies) {
   Scheduler scheduler(Limits(), TwoNodes(), {});
   const auto [admission, waited] = WaitThenRelease(

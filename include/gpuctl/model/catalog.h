@@ -5,6 +5,7 @@
 // adding a step to the product means adding YAML.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <set>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "gpuctl/model/diagnostic.h"
+#include "gpuctl/model/drain.h"
 #include "gpuctl/model/inventory.h"
 
 namespace gpuctl {
@@ -82,10 +84,11 @@ struct Step {
   // at the head of probe, every change and verify, so what runs, and every
   // digest, is as if it were written out in each. Kept to show it once.
   std::string common;
-  std::string probe;                       // read-only shell script
-  std::map<OsFamily, std::string> change;  // per family; "any" fills both
-  std::string verify;                      // read-only; defaults to probe
-  bool reboot = false;                     // node must reboot after the change
+  std::string probe;                         // read-only shell script
+  std::map<OsFamily, std::string> change;    // per family; "any" fills both
+  std::string verify;                        // read-only; defaults to probe
+  bool reboot = false;                       // node must reboot after the change
+  std::uint8_t restarts = kRestartsNothing;  // RestartBits: runtimes the change restarts
   // A validation only `check --deep` runs (an NCCL or IB bandwidth test, a
   // GPU pod): never planned or applied, no change; its probe prints figures.
   bool deep = false;
@@ -120,13 +123,18 @@ class Catalog {
                                       Diagnostics& diagnostics);
 
   // A catalog from steps built in code (unit tests); no validation.
-  static Catalog FromSteps(std::vector<Step> steps) {
+  static Catalog FromSteps(std::vector<Step> steps, std::vector<Drain> drains = {}) {
     Catalog c;
     c.steps_ = std::move(steps);
+    c.drains_ = std::move(drains);
     return c;
   }
 
   [[nodiscard]] const std::vector<Step>& steps() const { return steps_; }
+  // Playbooks' `drain:` blocks (drain.h), in file order.
+  [[nodiscard]] const std::vector<Drain>& drains() const { return drains_; }
+  // The drain that applies to `node`, or nullptr.
+  [[nodiscard]] const Drain* DrainFor(const Node& node, const Inventory& inventory) const;
   // Shell functions prepended to every script (playbooks/prelude.sh).
   [[nodiscard]] const std::string& prelude() const { return prelude_; }
   [[nodiscard]] const Step* Find(const std::string& id) const;
@@ -141,6 +149,7 @@ class Catalog {
  private:
   static void CheckGraph(const std::vector<Step>& steps, Diagnostics& diagnostics);
   std::vector<Step> steps_;  // file order, then order within a file
+  std::vector<Drain> drains_;
   std::string prelude_;
 };
 

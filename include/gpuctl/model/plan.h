@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -43,6 +44,7 @@ struct PlanItem {
   StepEnv env;                      // the step's declared parameters
   std::string digest;               // of the step's scripts and env: what "this step" means here
   bool reboot = false;              // the step's change takes effect only after a reboot
+  std::uint8_t restarts = 0;        // RestartBits (drain.h): runtimes the change restarts
 
   ItemState state = ItemState::kUnprobed;
   std::string observed;  // the probe's stdout, trimmed: what the node reported

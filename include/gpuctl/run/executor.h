@@ -17,9 +17,16 @@
 // while a node it reaches is down for a reboot, and a node never goes down
 // while a running step reaches it.
 //
+// A disruptive item (its change reboots the node or restarts its runtime) on
+// a node that is a member of a running cluster first takes the node out of
+// service: the catalog's drain (model/drain.h, run/drainer.h) cordons and
+// empties it, at most `members_out` members at a time, and once the change,
+// any reboot and every verification are green, its resume puts it back. A
+// node that fails while drained stays drained, and the run says so.
+//
 // Who may start what and when (slots, dependencies, reaches, reboot batches,
-// stopping) is the Scheduler's (run/scheduler.h); the executor asks it, runs
-// the scripts, and tells it how they ended.
+// members out of service, stopping) is the Scheduler's (run/scheduler.h); the executor asks it,
+// runs the scripts, and tells it how they ended.
 #pragma once
 
 #include <atomic>
@@ -30,15 +37,21 @@
 #include <string>
 #include <vector>
 
+#include "gpuctl/run/drainer.h"
 #include "gpuctl/run/run_context.h"
 #include "gpuctl/run/scheduler.h"
 
 namespace gpuctl {
 
 struct ApplyOptions {
-  bool fail_fast = false;                    // the first failure stops every node
-  int max_fail_percent = 100;                // stop all once more nodes than this have failed
-  std::size_t batch = 0;                     // nodes rebooting at once; 0: no limit
+  bool fail_fast = false;      // the first failure stops every node
+  int max_fail_percent = 100;  // stop all once more nodes than this have failed
+  std::size_t batch = 0;       // nodes rebooting at once; 0: no limit
+  // Cluster members out of service at once (drained for a disruptive
+  // change); 0: no limit. --batch sets it too; otherwise one at a time.
+  std::size_t members_out = 1;
+  bool drain = true;                         // false: --no-drain (a maintenance window)
+  std::chrono::seconds drain_timeout{600};   // evictions, or jobs ending (--drain-timeout)
   std::chrono::seconds reboot_timeout{600};  // an HGX board's POST alone takes minutes
   // Set from a signal handler: no new item starts; in-flight ones finish.
   const std::atomic<bool>* interrupted = nullptr;
@@ -61,6 +74,8 @@ class Executor {
   [[nodiscard]] std::size_t MaxConcurrentReboots() const {
     return scheduler_.MaxConcurrentReboots();
   }
+  // Largest number of cluster members that were drained at the same time.
+  [[nodiscard]] std::size_t MaxMembersOut() const { return scheduler_.MaxOutOfService(); }
 
  private:
   // A walker's thread: walks nodes until none is left to start.
@@ -83,6 +98,17 @@ class Executor {
   // false on the timeout, a host key or login refused, or an interrupt, with
   // the last error in `last_error`.
   bool WaitForReboot(const Node& node, std::string& last_error);
+  // Before `item`'s disruptive change (admitted, holding its reach): drains
+  // the node if it is a member of a running cluster. While it waits for its
+  // turn it gives back its slot and reach, then is admitted again. A drained
+  // node's item keeps its reach (on the node the drain runs on) until
+  // ReturnToService. False: `item` is blocked or failed (reported), and the
+  // walk ends.
+  bool TakeOutOfService(const Node& node, PlanItem& item, bool& holds_slot, bool& drained);
+  // After the node's disruptive changes verified: resumes it and releases
+  // `drain_reach`'s reach. False when the resume failed (the node failed,
+  // reported).
+  bool ReturnToService(const Node& node, std::size_t drain_reach, bool& drained);
   void Finish(PlanItem& item, ItemState state, const std::string& detail);
   // Stops the node: its error goes to the run context (later phases skip
   // it), the reporter and the scheduler (what waits on it is blocked).
@@ -103,6 +129,7 @@ class Executor {
   std::size_t idle_ = 0;  // walkers waiting on idle_woken_
   std::size_t wake_ = 0;  // of those, how many Run has called back to work
   Scheduler scheduler_;   // everything the node walkers share
+  Drainer drainer_;
 };
 
 }  // namespace gpuctl

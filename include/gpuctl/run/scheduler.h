@@ -39,6 +39,9 @@ enum class Progress {
 struct SchedulerLimits {
   std::size_t concurrency = 1;  // items running at once (the reboot wait is not one)
   std::size_t batch = 0;        // nodes down for a reboot at once; 0: no limit
+  // Cluster members taken out of service (drained) at once; 0: no limit.
+  // Rolling by default: a running cluster loses one node at a time.
+  std::size_t members_out = 1;
   bool fail_fast = false;       // the first failed node stops the run
   int max_fail_percent = 100;   // stop once more than this share of all nodes failed
   std::size_t total_nodes = 0;  // the inventory's, the base of max_fail_percent
@@ -114,6 +117,17 @@ class Scheduler {
   void LeaveRebootBatch(const std::string& node);
   [[nodiscard]] std::size_t MaxConcurrentReboots() const;
 
+  // A member of a running cluster is about to be drained for a disruptive
+  // change: waits until fewer than `members_out` members are out of
+  // service. False: the run is stopping, and the node is not taken out.
+  // The caller holds no reach (a member out of service waits for nothing
+  // another node could be holding for it).
+  bool EnterOutOfService(const std::string& node);
+  // The node is back in service, or given up on (it stays drained, but no
+  // longer counts: the run goes on without it).
+  void LeaveOutOfService(const std::string& node);
+  [[nodiscard]] std::size_t MaxOutOfService() const;
+
   // Counts a failed node; --fail-fast or --max-fail may stop the run.
   void NodeFailed(const std::string& node);
   void StopAll();
@@ -164,7 +178,7 @@ class Scheduler {
   std::size_t max_rebooting_ = 0;
   std::size_t waiting_ = 0;                  // calls held in a wait now
   std::condition_variable waiting_changed_;  // for AwaitWaiting
-  // Who waits for what; each waiter is in at most one of the first four.
+  // Who waits for what; each waiter is in at most one of the first five.
   // Ordered multimaps: their iterators stay valid as others come and go, so
   // a waiter keeps its own and leaves without a scan of those beside it
   // (every worker's join waits on the master's init).
@@ -172,8 +186,11 @@ class Scheduler {
   std::multimap<std::string, Waiter*> on_node_;
   // Lists, so that a waiter leaves its queue in constant time through the
   // position it keeps: with a walker per node, thousands queue for a slot.
-  std::list<Waiter*> on_slot_;        // woken one at a time, oldest first
-  std::list<Waiter*> on_batch_;       // woken together when a batch opens
+  std::list<Waiter*> on_slot_;     // woken one at a time, oldest first
+  std::list<Waiter*> on_batch_;    // woken together when a batch opens
+  std::list<Waiter*> on_service_;  // woken one at a time, oldest first
+  std::set<std::string> out_of_service_;
+  std::size_t max_out_of_service_ = 0;
   std::unordered_set<Waiter*> held_;  // every held waiter, for a stop
   // A signal handler sets limits_.interrupted and cannot notify: this
   // thread looks at the flag a few times a second and wakes every waiter.

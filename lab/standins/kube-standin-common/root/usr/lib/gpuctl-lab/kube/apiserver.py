@@ -187,7 +187,10 @@ def node_view(s, rec, t):
     elif rstatus == "Unknown":
         taints.append({"key": "node.kubernetes.io/unreachable", "effect": "NoSchedule",
                        "timeAdded": kl.rfc3339(prev["since"])})
-    spec = {}
+    if rec.get("unschedulable"):  # kubectl cordon
+        taints.append({"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule",
+                       "timeAdded": kl.rfc3339(rec["unschedulable"])})
+    spec = {"unschedulable": True} if rec.get("unschedulable") else {}
     if rec.get("podCIDR"):
         spec["podCIDR"] = rec["podCIDR"]
         spec["podCIDRs"] = [rec["podCIDR"]]
@@ -234,6 +237,9 @@ class Pods:
         self.ipnext = {}
         self.nodes = [r for r in sorted(s.get("nodes", {}).values(), key=lambda r: r["created"])]
         self.health = {r["name"]: node_health(r, t) for r in self.nodes}
+        # A cordon moves nothing: a controller's pods that ran on a node when
+        # it was cordoned stay there until evicted (patch_node, evict).
+        self.pinned = {ref: r for r in self.nodes for ref in r.get("pinned") or []}
 
     def alive(self, n):
         h = self.health[n]
@@ -248,7 +254,8 @@ class Pods:
 
     def pick(self, tolerate_cp, i=0):
         """Scheduler stand-in: a Ready, schedulable node, workers first."""
-        cand = [r for r in self.nodes if self.ready(r["name"]) and (tolerate_cp or not self.cp(r))]
+        cand = [r for r in self.nodes if self.ready(r["name"]) and not r.get("unschedulable")
+                and (tolerate_cp or not self.cp(r))]
         cand.sort(key=lambda r: (self.cp(r), r["created"]))
         return cand[i % len(cand)] if cand else None
 
@@ -272,6 +279,8 @@ class Pods:
 
     def add(self, ns, name, rec, wl, created, state, containers=("main",), init=0,
             host_network=False, labels=None):
+        if wl[0] == "Deployment" and "%s/%s" % (ns, name) in self.pinned:
+            rec = self.pinned["%s/%s" % (ns, name)]
         created = max(created, rec["created"]) if rec else created
         node = rec["name"] if rec else None
         cstat, istat, phase, restarts = [], [], "Pending", 0
@@ -457,6 +466,8 @@ class Pods:
             gs = gpu_state(self.s, r, self.ready(r["name"]))
             if not self.ready(r["name"]):
                 why = "node(s) had untolerated taint {node.kubernetes.io/not-ready: }"
+            elif r.get("unschedulable"):
+                why = "node(s) were unschedulable"
             elif self.cp(r) and not tolerate_cp:
                 why = "node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }"
             elif not gs or gs["count"] < want:
@@ -1038,7 +1049,51 @@ def do_apply(s, objs, default_ns, delete, t):
     return {"results": results}
 
 
+def patch_node(s, name, b, t):
+    """kubectl cordon / uncordon: a merge patch of spec.unschedulable."""
+    rec = s["nodes"].get(name)
+    if rec is None:
+        raise Http(404, "NotFound", "nodes \"%s\" not found" % name)
+    spec = b.get("spec") or {}
+    if "unschedulable" in spec:
+        if spec["unschedulable"] and not rec.get("unschedulable"):
+            rec["pinned"] = [
+                "%s/%s" % (p["metadata"]["namespace"], p["metadata"]["name"])
+                for p in Pods(s, t).build().items
+                if p["spec"].get("nodeName") == name and
+                any(o["kind"] == "ReplicaSet" for o in p["metadata"]["ownerReferences"])]
+            rec["unschedulable"] = t  # when it was cordoned, for the taint
+        elif not spec["unschedulable"]:
+            rec.pop("unschedulable", None)
+            rec.pop("pinned", None)
+        STORE.save()
+    return 200, node_view(s, rec, t)
+
+
+def evict(s, ns, name, t):
+    """The eviction API. The lab's pods are what the cluster's state implies:
+    a controller's pod leaves the cordoned node it was kept on, and the
+    scheduler stand-in places it on another; a bare pod object goes away. The lab has no PodDisruptionBudgets, so no
+    eviction is refused (docs/standins-kubernetes.md)."""
+    if not any(p["metadata"]["namespace"] == ns and p["metadata"]["name"] == name
+               for p in Pods(s, t).build().items):
+        raise Http(404, "NotFound", "pods \"%s\" not found" % name)
+    ref = "%s/%s" % (ns, name)
+    for rec in s["nodes"].values():
+        if ref in (rec.get("pinned") or []):
+            rec["pinned"].remove(ref)  # evicted: the scheduler places it anew
+            STORE.save()
+    do_apply(s, [{"apiVersion": "v1", "kind": "Pod",
+                  "metadata": {"name": name, "namespace": ns}}], ns, True, t)
+    return 201, {"kind": "Status", "apiVersion": "v1", "status": "Success"}
+
+
 def core_route(s, method, parts, b, t):
+    if len(parts) == 2 and parts[0] == "nodes" and method == "PATCH":
+        return patch_node(s, parts[1], b, t)
+    if (len(parts) == 5 and parts[0] == "namespaces" and parts[2] == "pods"
+            and parts[4] == "eviction" and method == "POST"):
+        return evict(s, parts[1], parts[3], t)
     if parts == ["nodes"] and method == "GET":
         return 200, lst("Node", [node_view(s, r, t) for r in
                                  sorted(s["nodes"].values(), key=lambda r: r["name"])], s)

@@ -6,7 +6,8 @@ tests call (docs/standins-kubernetes.md, "kubectl"):
   get (nodes, pods, daemonsets, configmaps; -o wide|json|yaml|name|jsonpath=...;
   -n; -A; --no-headers; --raw), describe node, apply -f (files, -, URLs;
   --dry-run=client -o yaml), delete pod, logs, wait --for=condition=...,
-  version --client, cluster-info, config view.
+  version --client, cluster-info, config view, cordon, uncordon, drain
+  (--ignore-daemonsets, --delete-emptydir-data, --force, --timeout).
 """
 import calendar
 import json
@@ -33,7 +34,8 @@ SPEC = {
     "kubeconfig": "str", "namespace": "str", "all-namespaces": "bool", "output": "str",
     "filename": "list", "all": "bool", "for": "str", "timeout": "str", "no-headers": "bool",
     "client": "bool", "request-timeout": "str", "raw": "str", "dry-run": "str",
-    "wait": "bool", "ignore-not-found": "bool",
+    "wait": "bool", "ignore-not-found": "bool", "ignore-daemonsets": "bool",
+    "delete-emptydir-data": "bool", "force": "bool", "grace-period": "str",
 }
 ALIASES = {"n": "namespace", "A": "all-namespaces", "o": "output", "f": "filename"}
 
@@ -552,6 +554,85 @@ def cmd_delete(ctx, args, opts):
     return rc
 
 
+def set_unschedulable(ctx, name, value):
+    """True when the node's spec.unschedulable changed."""
+    node = next((n for n in ctx.list("nodes") if n["metadata"]["name"] == name), None)
+    if node is None:
+        err("Error from server (NotFound): nodes \"%s\" not found" % name)
+    if bool(node["spec"].get("unschedulable")) == value:
+        return False
+    ctx.call("PATCH", "/api/v1/nodes/" + name, {"spec": {"unschedulable": value}})
+    return True
+
+
+def cmd_cordon(ctx, args, value):
+    verb = "cordon" if value else "uncordon"
+    if not args:
+        err("error: USAGE: %s NODE [flags]\nSee 'kubectl %s -h' for help and examples" %
+            (verb, verb))
+    for name in args:
+        changed = set_unschedulable(ctx, name, value)
+        sys.stdout.write("node/%s %s%sed\n" % (name, "" if changed else "already ", verb))
+    return 0
+
+
+def cmd_drain(ctx, args, opts):
+    """kubectl drain NODE: cordon, then evict every pod on it but DaemonSet
+    and mirror (static) pods, refusing bare running pods without --force."""
+    if len(args) != 1:
+        err("error: USAGE: drain NODE [flags]\nSee 'kubectl drain -h' for help and examples")
+    name = args[0]
+    changed = set_unschedulable(ctx, name, True)
+    sys.stdout.write("node/%s %scordoned\n" % (name, "" if changed else "already "))
+    pods = [p for p in ctx.list("pods", all_ns=True) if p["spec"].get("nodeName") == name]
+    daemons, bare, evict = [], [], []
+    for p in pods:
+        ref = "%s/%s" % (p["metadata"]["namespace"], p["metadata"]["name"])
+        owners = p["metadata"].get("ownerReferences") or []
+        kind = owners[0]["kind"] if owners else None
+        if kind == "Node":
+            continue  # a static pod's mirror: the kubelet owns it
+        if kind == "DaemonSet":
+            daemons.append(ref)
+            continue
+        if kind is None and p["status"].get("phase") not in ("Succeeded", "Failed") and \
+                not opts.get("force"):
+            bare.append(ref)
+        evict.append(p)
+    problems = []
+    if bare:
+        problems.append("cannot delete Pods declare no controller (use --force to override): " +
+                        ", ".join(bare))
+    if daemons and not opts.get("ignore-daemonsets"):
+        problems.append("cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to "
+                        "ignore): " + ", ".join(daemons))
+    if problems:
+        sys.stderr.write("error: unable to drain node \"%s\" due to error: %s, continuing "
+                         "command...\nThere are pending nodes to be drained:\n %s\n%s\n" %
+                         (name, "; ".join(problems), name, "\n".join(problems)))
+        return 1
+    if daemons:
+        sys.stderr.write("Warning: ignoring DaemonSet-managed Pods: %s\n" % ", ".join(daemons))
+    for p in evict:
+        md = p["metadata"]
+        sys.stdout.write("evicting pod %s/%s\n" % (md["namespace"], md["name"]))
+        try:
+            ctx.client.request("POST", "/api/v1/namespaces/%s/pods/%s/eviction" %
+                               (md["namespace"], md["name"]),
+                               {"apiVersion": "policy/v1", "kind": "Eviction",
+                                "metadata": {"name": md["name"], "namespace": md["namespace"]}})
+        except kl.ApiError as e:
+            if getattr(e, "code", None) != 404:  # gone already: what eviction wanted
+                err("error when evicting pods/\"%s\" -n \"%s\": %s" %
+                    (md["name"], md["namespace"], kl.api_error_message(e)))
+        except kl.ConnError as e:
+            err(kl.kubectl_conn_message(e))
+    for p in evict:
+        sys.stdout.write("pod/%s evicted\n" % p["metadata"]["name"])
+    sys.stdout.write("node/%s drained\n" % name)
+    return 0
+
+
 def cmd_logs(ctx, args):
     """kubectl logs POD (or pod/POD): what the pod's container printed."""
     if len(args) != 1:
@@ -701,6 +782,10 @@ def main(argv):
         return cmd_wait(ctx, args, opts)
     if verb == "logs":
         return cmd_logs(ctx, args)
+    if verb in ("cordon", "uncordon"):
+        return cmd_cordon(ctx, args, verb == "cordon")
+    if verb == "drain":
+        return cmd_drain(ctx, args, opts)
     if verb == "version":
         return cmd_version(ctx, args, opts)
     if verb == "cluster-info":

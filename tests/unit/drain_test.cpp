@@ -1,0 +1,277 @@
+// Draining members of a running cluster around disruptive changes: the
+// executor with a Drain in its catalog, over the fake transport. The fake
+// cluster below records, in order, every drain, change, verification, reboot
+// and resume, and how many nodes were drained at once.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <mutex>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "cluster_builder.h"
+#include "gpuctl/run/executor.h"
+#include "gpuctl/run/phase.h"
+#include "gpuctl/transport/fake_transport.h"
+
+namespace gpuctl {
+namespace {
+
+using testing::MakeInventory;
+using testing::MakeNode;
+using testing::MakeStep;
+
+class DrainedCluster {
+ public:
+  explicit DrainedCluster(FakeTransport& transport) {
+    transport.AddHandler(
+        [this](const std::string& node, const Command& c) -> std::optional<CommandResult> {
+          std::lock_guard lock(mutex_);
+          CommandResult r;
+          r.exit_status = 0;
+          const std::string& s = c.script;
+          const auto target = c.env.find(std::string(kDrainNodeVariable));
+          if (s == "member-check") {
+            r.exit_status = member_answer_.count(node) != 0 ? member_answer_[node]
+                            : members_.count(node) != 0     ? 0
+                                                            : 1;
+            return r;
+          }
+          if (s == "drain-node" || s == "resume-node") {
+            const std::string& who = target->second;
+            const bool drain = s == "drain-node";
+            events_.push_back(fmt::format("{}:{}@{}", who, drain ? "drain" : "resume", node));
+            if (drain && failing_drain_.count(who) != 0) {
+              r.exit_status = 1;
+              r.err =
+                  "error when evicting pods/\"trainer-0\" -n \"ml\": Cannot evict pod as it would "
+                  "violate the pod's disruption budget.\n";
+              return r;
+            }
+            if (drain) {
+              drained_.insert(who);
+              max_drained_ = std::max(max_drained_, drained_.size());
+            } else {
+              drained_.erase(who);
+            }
+            return r;
+          }
+          if (s.rfind("touch /run/gpuctl-reboot-marker", 0) == 0) {
+            events_.push_back(node + ":reboot");
+            return r;
+          }
+          if (s.find("gpuctl-reboot-marker") != std::string::npos) {
+            return r;  // back at once
+          }
+          const std::string verb = s.substr(0, s.find(' '));
+          const std::string step = s.substr(s.rfind(' ') + 1);
+          if (verb == "probe" || verb == "verify") {
+            r.exit_status = done_.count({node, step}) != 0 ? 0 : 1;
+            if (verb == "verify") {
+              events_.push_back(fmt::format("{}:verify {}", node, step));
+            }
+          } else if (verb == "apt" || verb == "dnf") {
+            events_.push_back(fmt::format("{}:change {}", node, step));
+            if (failing_change_.count(node) != 0) {
+              r.exit_status = 100;
+              r.err = "E: Sub-process /usr/bin/dpkg returned an error code (1)\n";
+            } else {
+              done_.insert({node, step});
+            }
+          }
+          return r;
+        });
+  }
+  void Member(const std::string& node) { members_.insert(node); }
+  void MemberAnswers(const std::string& node, int status) { member_answer_[node] = status; }
+  void FailDrain(const std::string& node) { failing_drain_.insert(node); }
+  void FailChange(const std::string& node) { failing_change_.insert(node); }
+
+  std::vector<std::string> events() {
+    std::lock_guard lock(mutex_);
+    return events_;
+  }
+  // `node`'s events, in order, without the "node:" prefix.
+  std::vector<std::string> EventsOf(const std::string& node) {
+    std::vector<std::string> mine;
+    for (const std::string& e : events()) {
+      if (e.rfind(node + ":", 0) == 0) {
+        mine.push_back(e.substr(node.size() + 1));
+      }
+    }
+    return mine;
+  }
+  std::size_t max_drained() {
+    std::lock_guard lock(mutex_);
+    return max_drained_;
+  }
+  std::set<std::string> drained() {
+    std::lock_guard lock(mutex_);
+    return drained_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::set<std::string> members_, failing_drain_, failing_change_, drained_;
+  std::map<std::string, int> member_answer_;
+  std::set<std::pair<std::string, std::string>> done_;
+  std::vector<std::string> events_;
+  std::size_t max_drained_ = 0;
+};
+
+class DrainTest : public ::testing::Test {
+ protected:
+  Inventory inventory = MakeInventory(
+      {MakeNode("master1", Role::kMaster), MakeNode("w1", Role::kWorker),
+       MakeNode("w2", Role::kWorker, OsFamily::kRhel), MakeNode("w3", Role::kWorker)});
+  std::vector<Step> steps{MakeStep("containers.containerd", {Role::kWorker})};
+  FakeTransport transport;
+  DrainedCluster cluster{transport};
+  Reporter quiet;
+  std::map<std::string, std::string> errors;
+  std::size_t max_reboots = 0;
+
+  void SetUp() override { steps[0].restarts = kRestartsContainerd; }
+
+  static Drain TheDrain() {
+    Drain drain;
+    drain.description = "test drain";
+    drain.on = Role::kMaster;
+    drain.member = "member-check";
+    drain.drain = "drain-node";
+    drain.resume = "resume-node";
+    return drain;
+  }
+
+  Plan Apply(ApplyOptions options = {}) {
+    Catalog catalog = Catalog::FromSteps(steps, {TheDrain()});
+    Plan plan = Plan::Build(inventory, catalog);
+    RunContext context(inventory, catalog, plan, transport, quiet);
+    Pipeline pipeline;
+    pipeline.Add(MakeConnectPhase())
+        .Add(MakeProbePhase())
+        .Add(MakeApplyPhase(options, &max_reboots));
+    pipeline.Run(context);
+    errors = context.NodeErrors();
+    return plan;
+  }
+};
+
+TEST_F(DrainTest, AMemberIsDrainedBeforeTheChangeAndResumedOnceVerified) {
+  cluster.Member("w1");
+  const Plan plan = Apply();
+  EXPECT_TRUE(errors.empty());
+  // The drain and the resume run on the control plane, the change on w1.
+  const std::vector<std::string> expected = {"drain@master1", "change containers.containerd",
+                                             "verify containers.containerd", "resume@master1"};
+  EXPECT_EQ(cluster.EventsOf("w1"), expected);
+  EXPECT_EQ(plan.Find("w1", "containers.containerd")->state, ItemState::kApplied);
+  EXPECT_TRUE(cluster.drained().empty());
+}
+
+TEST_F(DrainTest, ANodeNotYetInTheClusterIsNotDrained) {
+  cluster.Member("w1");
+  Apply();
+  const std::vector<std::string> expected = {"change containers.containerd",
+                                             "verify containers.containerd"};
+  EXPECT_EQ(cluster.EventsOf("w2"), expected);
+  EXPECT_EQ(cluster.EventsOf("w3"), expected);
+}
+
+TEST_F(DrainTest, AStepThatDisruptsNothingNeverAsks) {
+  steps[0].restarts = kRestartsNothing;
+  cluster.Member("w1");
+  Apply();
+  for (const auto& r : transport.Records()) {
+    EXPECT_NE(r.command.script, "member-check") << r.node;
+  }
+}
+
+TEST_F(DrainTest, MembersRebootOneAtATimeByDefault) {
+  steps = {MakeStep("gpu.driver", {Role::kWorker})};
+  steps[0].reboot = true;
+  for (const char* w : {"w1", "w2", "w3"}) cluster.Member(w);
+  const Plan plan = Apply();
+  EXPECT_TRUE(errors.empty());
+  EXPECT_EQ(cluster.max_drained(), 1U);
+  EXPECT_EQ(max_reboots, 1U);
+  for (const char* w : {"w1", "w2", "w3"}) {
+    const std::vector<std::string> expected = {"drain@master1", "change gpu.driver", "reboot",
+                                               "verify gpu.driver", "resume@master1"};
+    EXPECT_EQ(cluster.EventsOf(w), expected) << w;
+    EXPECT_EQ(plan.Find(w, "gpu.driver")->state, ItemState::kApplied);
+  }
+}
+
+TEST_F(DrainTest, BatchSetsHowManyMembersAreOutAtOnce) {
+  steps = {MakeStep("gpu.driver", {Role::kWorker})};
+  steps[0].reboot = true;
+  for (const char* w : {"w1", "w2", "w3"}) cluster.Member(w);
+  ApplyOptions options;
+  options.batch = 2;
+  options.members_out = 2;
+  Apply(options);
+  EXPECT_TRUE(errors.empty());
+  EXPECT_GE(cluster.max_drained(), 1U);
+  EXPECT_LE(cluster.max_drained(), 2U);
+}
+
+TEST_F(DrainTest, AFailedDrainChangesNothingAndPutsTheNodeBack) {
+  cluster.Member("w1");
+  cluster.Member("w2");
+  cluster.FailDrain("w1");
+  const Plan plan = Apply();
+  const std::vector<std::string> expected = {"drain@master1", "resume@master1"};
+  EXPECT_EQ(cluster.EventsOf("w1"), expected);
+  const PlanItem& item = *plan.Find("w1", "containers.containerd");
+  EXPECT_EQ(item.state, ItemState::kFailed);
+  EXPECT_NE(item.detail.find("not drained"), std::string::npos) << item.detail;
+  EXPECT_NE(item.detail.find("disruption budget"), std::string::npos) << item.detail;
+  EXPECT_NE(item.detail.find("back in service"), std::string::npos) << item.detail;
+  ASSERT_EQ(errors.count("w1"), 1U);
+  // The other member goes on.
+  EXPECT_EQ(plan.Find("w2", "containers.containerd")->state, ItemState::kApplied);
+}
+
+TEST_F(DrainTest, ANodeThatFailsWhileDrainedStaysDrained) {
+  cluster.Member("w1");
+  cluster.FailChange("w1");
+  Apply();
+  const std::vector<std::string> expected = {"drain@master1", "change containers.containerd"};
+  EXPECT_EQ(cluster.EventsOf("w1"), expected);
+  EXPECT_EQ(cluster.drained(), std::set<std::string>{"w1"});
+  EXPECT_EQ(errors.count("w1"), 1U);
+}
+
+TEST_F(DrainTest, WhenMembershipCannotBeToldNothingChanges) {
+  cluster.MemberAnswers("w1", 2);
+  const Plan plan = Apply();
+  EXPECT_TRUE(cluster.EventsOf("w1").empty());
+  const PlanItem& item = *plan.Find("w1", "containers.containerd");
+  EXPECT_EQ(item.state, ItemState::kFailed);
+  EXPECT_NE(item.detail.find("cannot tell whether w1 is a cluster member"), std::string::npos)
+      << item.detail;
+}
+
+TEST_F(DrainTest, NoDrainDisruptsMembersWithoutAsking) {
+  cluster.Member("w1");
+  ApplyOptions options;
+  options.drain = false;
+  Apply(options);
+  const std::vector<std::string> expected = {"change containers.containerd",
+                                             "verify containers.containerd"};
+  EXPECT_EQ(cluster.EventsOf("w1"), expected);
+}
+
+TEST_F(DrainTest, WithNoNodeToRunTheDrainOnNothingIsAsked) {
+  inventory = MakeInventory({MakeNode("w1", Role::kWorker)});
+  cluster.Member("w1");
+  Apply();
+  const std::vector<std::string> expected = {"change containers.containerd",
+                                             "verify containers.containerd"};
+  EXPECT_EQ(cluster.EventsOf("w1"), expected);
+}
+
+}  // namespace
+}  // namespace gpuctl
