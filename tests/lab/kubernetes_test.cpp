@@ -292,10 +292,11 @@ TEST_F(KubernetesLabTest, InitCniJoinReadyOperatorOnAptAndDnfWorkersThenNothingT
   const Result rolling = Gpuctl("apply --yes --run-dir " + RunDir("rolling"));
   ASSERT_EQ(rolling.status, 0) << rolling.out;
   ExpectRollingDrains(RunDir("rolling"), {"worker1", "worker2"});
+  // (Master() trims the output's trailing space.)
   const std::string schedulable = Master(
       "kubectl get nodes -o jsonpath='{range .items[*]}{.metadata.name}="
       "{.spec.unschedulable} {end}'");
-  EXPECT_EQ(schedulable, "master1= worker1= worker2= ") << "a node was left cordoned";
+  EXPECT_EQ(schedulable, "master1= worker1= worker2=") << "a node was left cordoned";
 }
 
 }  // namespace
