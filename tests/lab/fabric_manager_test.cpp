@@ -3,9 +3,8 @@
 // H100), both HGX boards. With the driver alone nvidia-smi lists every GPU
 // while CUDA fails with 802 and check names the missing Fabric Manager; apply
 // installs it at the driver's exact version, held, running; a Fabric Manager
-// of another version refuses to start, and apply puts the right one back; an
-// exact driver release in the inventory (versions.driver: "550.54.14") takes
-// driver and Fabric Manager down to it from the branch's newest, on both.
+// of another version refuses to start, and apply puts the right one back; a
+// driver branch change moves Fabric Manager with it.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -162,73 +161,6 @@ TEST_F(FabricManagerLabTest, AnotherVersionRefusesToStartAndApplyRestoresTheDriv
   EXPECT_EQ(On("worker2", "rpm -q --qf '%{VERSION}' nvidia-fabric-manager"), "550.127.05");
   for (const std::string& node : kBoards) EXPECT_EQ(On(node, kCuInit), "0 no error") << node;
   EXPECT_EQ(Gpuctl("check").status, 0);
-}
-
-TEST_F(FabricManagerLabTest, AnExactDriverReleaseIsInstalledBelowTheBranchsNewest) {
-  const Result first = Gpuctl("apply --yes --run-dir " + RunDir("exact-first"));
-  ASSERT_EQ(first.status, 0) << first.out;
-  // Both boards run 550.127.05, the branch's newest. The inventory now names
-  // 550.54.14, which the repositories offer too: a downgrade within the
-  // branch, of the driver and of Fabric Manager with it.
-  const fs::path inventory = runs_ / "inventory-550.54.14.yaml";
-  std::ofstream(inventory) << test::ReadFile(lab_->Env("LAB_INVENTORY"))
-                           << "versions:\n  driver: \"550.54.14\"\n";
-  const auto gpuctl = [&](const std::string& args) {
-    return Shell(std::string("NO_COLOR=1 ") + GPUCTL_BINARY + " " + args + " " +
-                 Quote(inventory.string()) + " 2>&1 </dev/null");
-  };
-  const Result plan = gpuctl("plan");
-  EXPECT_NE(plan.out.find("nvidia-driver-550 550.127.05-0ubuntu0.22.04.1 is installed, want "
-                          "550.54.14"),
-            std::string::npos)
-      << plan.out;
-  EXPECT_NE(plan.out.find("cuda-drivers-550 550.127.05-1 is installed, want 550.54.14"),
-            std::string::npos)
-      << plan.out;
-
-  const Result apply = gpuctl("apply --yes --run-dir " + RunDir("exact"));
-  ASSERT_EQ(apply.status, 0) << apply.out;
-  // apt: every part of the driver at Ubuntu's version of that release, held,
-  // while the archive still offers the newer one.
-  EXPECT_EQ(On("worker1",
-               "dpkg-query -W -f='${Package} ${Version}\\n' nvidia-driver-550 nvidia-dkms-550 "
-               "nvidia-utils-550 libnvidia-compute-550 nvidia-fabricmanager-550"),
-            "libnvidia-compute-550 550.54.14-0ubuntu0.22.04.1\n"
-            "nvidia-dkms-550 550.54.14-0ubuntu0.22.04.1\n"
-            "nvidia-driver-550 550.54.14-0ubuntu0.22.04.1\n"
-            "nvidia-fabricmanager-550 550.54.14-1\n"
-            "nvidia-utils-550 550.54.14-0ubuntu0.22.04.1");
-  EXPECT_EQ(On("worker1", "apt-cache madison nvidia-driver-550 | grep -c '| 550.127.05-0ubuntu0'"),
-            "1");
-  EXPECT_NE(On("worker1", "apt-mark showhold").find("nvidia-driver-550"), std::string::npos);
-  // dnf: NVIDIA's epoch-3 driver packages and the metapackages at the
-  // release, though the repository's newest is 550.127.05.
-  EXPECT_EQ(On("worker2",
-               "rpm -q --qf '%{NAME} %{EPOCH}:%{VERSION}-%{RELEASE}\\n' nvidia-driver-cuda "
-               "kmod-nvidia-latest-dkms nvidia-driver-cuda-libs cuda-drivers cuda-drivers-550 "
-               "nvidia-fabric-manager"),
-            "nvidia-driver-cuda 3:550.54.14-1.el9\n"
-            "kmod-nvidia-latest-dkms 3:550.54.14-1.el9\n"
-            "nvidia-driver-cuda-libs 3:550.54.14-1.el9\n"
-            "cuda-drivers (none):550.54.14-1\n"
-            "cuda-drivers-550 (none):550.54.14-1\n"
-            "nvidia-fabric-manager (none):550.54.14-1");
-  EXPECT_NE(On("worker2",
-               "dnf -q --disableexcludes=main repoquery --qf '%{version}-%{release}' "
-               "cuda-drivers-550")
-                .find("550.127.05-1"),
-            std::string::npos);
-  for (const std::string& node : kBoards) {
-    SCOPED_TRACE(node);
-    EXPECT_EQ(On(node, "nvidia-smi --query-gpu=driver_version --format=csv,noheader | sort -u"),
-              "550.54.14");
-    EXPECT_EQ(On(node, kCuInit), "0 no error");
-  }
-  const Result check = gpuctl("check");
-  EXPECT_EQ(check.status, 0) << check.out;
-  const Result again = gpuctl("apply --yes --run-dir " + RunDir("exact-again"));
-  EXPECT_EQ(again.status, 0) << again.out;
-  EXPECT_EQ(ChangesIn(RunDir("exact-again")), 0) << again.out;
 }
 
 TEST_F(FabricManagerLabTest, ADriverBranchChangeMovesFabricManagerWithIt) {
