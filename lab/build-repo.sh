@@ -143,7 +143,8 @@ system_dirs=" / /etc /etc/systemd /etc/systemd/system /etc/modprobe.d /usr /usr/
   /usr/sbin /usr/lib /usr/lib64 /usr/lib/systemd /usr/lib/systemd/system
   /usr/lib/systemd/system/sysinit.target.wants /usr/lib/systemd/system/multi-user.target.wants
   /usr/lib/x86_64-linux-gnu /usr/include /usr/local /usr/local/bin /usr/local/lib
-  /usr/share /usr/share/doc /var /var/lib /opt "
+  /usr/share /usr/share/doc /var /var/lib /opt /boot /lib /lib/modules /usr/src /usr/lib/kernel
+  /usr/lib/kernel/install.d "
 
 # "a, b (>= 1)" (deb syntax) -> "a, b >= 1" (rpm syntax).
 deb_to_rpm_rel() {

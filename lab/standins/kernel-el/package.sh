@@ -1,0 +1,54 @@
+# Rocky 9's kernel packages for one newer kernel than the node runs, as `dnf
+# update` brings one in: kernel-core (the image and module tree), the kernel
+# metapackage, and kernel-devel (the build tree DKMS needs). Placeholder
+# files where the real ones put theirs; kernel-core's scriptlet runs the
+# kernel-install plugin DKMS ships. Nothing installs them on a fresh node.
+KREL=5.14.0-503.22.1.el9_5 # version-release of the packages
+KVER=$KREL.x86_64          # the kernel release (uname -r)
+pkg_variants() { printf '%s\n' core meta devel; }
+
+case "$PKG_VARIANT" in
+  core)
+    PKG_NAME=kernel-core
+    PKG_SUMMARY="The Linux kernel (gpuctl lab stand-in: placeholder files)"
+    PKG_REPO=rocky/BaseOS
+    ;;
+  meta)
+    PKG_NAME=kernel
+    PKG_SUMMARY="The Linux kernel, metapackage"
+    PKG_RPM_REQUIRES="kernel-core = $KREL"
+    PKG_REPO=rocky/BaseOS
+    ;;
+  devel)
+    PKG_NAME=kernel-devel
+    PKG_SUMMARY="Development package for building kernel modules to match the kernel (stand-in)"
+    PKG_REPO=rocky/AppStream
+    ;;
+esac
+PKG_VERSION=$KREL
+PKG_FORMATS=rpm
+# Placeholder files only: noarch, where the real packages are x86_64 (the
+# builder's x86_64 is for packages with an ELF inside).
+
+pkg_stage() {
+  local d=$1 line="gpuctl lab placeholder, not a real"
+  case "$PKG_VARIANT" in
+    core)
+      mkdir -p "$d/boot" "$d/lib/modules/$KVER/kernel/drivers/net/ethernet/mellanox/mlx5/core"
+      echo "$line kernel image ($KVER)" >"$d/lib/modules/$KVER/vmlinuz"
+      # The real package lists /boot/vmlinuz-K as %ghost and kernel-install
+      # copies it there; here the package ships the copy.
+      cp "$d/lib/modules/$KVER/vmlinuz" "$d/boot/vmlinuz-$KVER"
+      echo "$line in-tree module (mlx5_core, $KVER)" \
+        >"$d/lib/modules/$KVER/kernel/drivers/net/ethernet/mellanox/mlx5/core/mlx5_core.ko.xz"
+      echo "kernel/drivers/net/ethernet/mellanox/mlx5/core/mlx5_core.ko.xz:" >"$d/lib/modules/$KVER/modules.dep"
+      ;;
+    devel)
+      # DKMS takes a kernel as having headers when build/include exists.
+      mkdir -p "$d/usr/src/kernels/$KVER/include/generated" "$d/lib/modules/$KVER"
+      echo "# $line kernel build tree ($KVER)" >"$d/usr/src/kernels/$KVER/Makefile"
+      echo "/* $line header ($KVER) */" >"$d/usr/src/kernels/$KVER/include/generated/utsrelease.h"
+      ln -s "/usr/src/kernels/$KVER" "$d/lib/modules/$KVER/build"
+      ;;
+  esac
+}
