@@ -27,8 +27,10 @@ case "$PKG_VARIANT" in
 esac
 PKG_VERSION=$KREL
 PKG_FORMATS=rpm
-# Placeholder files only: noarch, where the real packages are x86_64 (the
-# builder's x86_64 is for packages with an ELF inside).
+# x86_64 as the real ones, though only placeholders are inside: dnf names a
+# kernel's packages by its release, kernel-devel-<uname -r> ending in .x86_64,
+# which a noarch package would not match.
+PKG_ARCH=amd64
 
 pkg_stage() {
   local d=$1 line="gpuctl lab placeholder, not a real"

@@ -31,6 +31,7 @@ case "$PKG_VARIANT" in
 esac
 PKG_FORMATS=deb
 PKG_REPO=ubuntu/main
+PKG_ARCH=amd64 # as the real ones, though only placeholders are inside
 
 pkg_stage() {
   local d=$1 line="gpuctl lab placeholder, not a real"
