@@ -431,6 +431,147 @@ edit_file() {
   gpuctl_put "$_ep" "" "$@" "$_ep"
 }
 
+# dnf_held: what dnf holds back from upgrades, one name (or pattern) a line:
+# the versionlock plugin's locks when it is there (versionlock.list lines are
+# name-epoch:version-release.*), else what [main] of /etc/dnf/dnf.conf
+# excludes (exclude= or excludepkgs=).
+dnf_held() {
+  if [ -f /etc/dnf/plugins/versionlock.conf ]; then
+    sed -n 's/^\([^#!][^ ]*\)-[0-9]*:[^-]*-[^-]*$/\1/p' /etc/dnf/plugins/versionlock.list 2>/dev/null
+  else
+    # shellcheck disable=SC2020 # comma and blank each become a newline
+    awk '/^\[/ { s = $0 } s == "[main]" && sub(/^[ \t]*exclude(pkgs)?[ \t]*=/, "")' /etc/dnf/dnf.conf 2>/dev/null |
+      tr ', ' '\n\n'
+  fi
+}
+
+# dnf_hold NAME...: holds the installed packages NAME at their versions. Rocky's
+# own way is the versionlock plugin (AppStream); a site whose repositories
+# lack it gets the same effect from excludepkgs in [main] of /etc/dnf/dnf.conf
+# (what the admin excluded is kept), which dnf and dnf-automatic read on
+# every run.
+dnf_hold() {
+  if [ ! -f /etc/dnf/plugins/versionlock.conf ]; then
+    dnf -y -q install python3-dnf-plugin-versionlock >/dev/null 2>&1 || true
+  fi
+  if [ -f /etc/dnf/plugins/versionlock.conf ]; then
+    dnf -q versionlock add "$@"
+    return
+  fi
+  _dh_all=$({ dnf_held; printf '%s\n' "$@"; } | grep . | sort -u | tr '\n' ' ' | sed 's/ $//')
+  _dh_src=/etc/dnf/dnf.conf
+  [ -f "$_dh_src" ] || _dh_src=/dev/null
+  gpuctl_put /etc/dnf/dnf.conf "" _dnf_with_excludes
+}
+# One excludepkgs line in [main] ($_dh_all), the file's other lines as they are.
+_dnf_with_excludes() {
+  awk -v line="excludepkgs=$_dh_all" '
+    /^\[/ { s = $0 }
+    s == "[main]" && /^[ \t]*exclude(pkgs)?[ \t]*=/ { next }
+    { print }
+    $0 == "[main]" { print line }' "$_dh_src"
+  grep -qx '\[main\]' "$_dh_src" || printf '[main]\n%s\n' "excludepkgs=$_dh_all"
+}
+
+# pkg_unheld PATTERN...: the installed packages matching the patterns (dpkg
+# or rpm globs) that nothing holds against upgrades, one a line: not held by
+# apt-mark (dpkg's selection "hold") on apt; on dnf not in dnf_held, whose
+# excludepkgs entries may be globs themselves.
+pkg_unheld() {
+  case "$GPUCTL_OS_FAMILY" in
+    debian)
+      dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n' "$@" 2>/dev/null |
+        awk 'substr($1, 2, 1) == "i" && substr($1, 1, 1) != "h" { print $2 }' ;;
+    rhel)
+      _pu_held=$(dnf_held)
+      rpm -qa --qf '%{NAME}\n' "$@" 2>/dev/null | sort -u | while IFS= read -r _pu; do
+        for _pu_p in $_pu_held; do
+          # shellcheck disable=SC2254 # the entry is a glob, as dnf reads it
+          case "$_pu" in $_pu_p) continue 2 ;; esac
+        done
+        printf '%s\n' "$_pu"
+      done ;;
+  esac
+}
+
+# pkg_hold NAME...: holds the installed packages at their versions.
+pkg_hold() {
+  [ $# -gt 0 ] || return 0
+  case "$GPUCTL_OS_FAMILY" in
+    debian) apt-mark hold "$@" >/dev/null ;;
+    rhel) dnf_hold "$@" ;;
+  esac
+}
+
+# pkg_release PATTERN...: lifts apt-mark holds and dnf version locks on the
+# installed packages matching the patterns, for a step that moves them on
+# purpose (its hold step holds them again). dnf's excludepkgs stay: such a
+# step installs with --disableexcludes=main.
+pkg_release() {
+  case "$GPUCTL_OS_FAMILY" in
+    debian)
+      _pr_held=$(dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n' "$@" 2>/dev/null |
+        awk 'substr($1, 1, 1) == "h" && substr($1, 2, 1) == "i" { print $2 }')
+      # shellcheck disable=SC2086 # a list of package names
+      [ -z "$_pr_held" ] || apt-mark unhold $_pr_held >/dev/null ;;
+    rhel)
+      if [ -f /etc/dnf/plugins/versionlock.conf ]; then
+        dnf -q versionlock delete "$@" >/dev/null 2>&1 || true
+      fi ;;
+  esac
+}
+
+# ofed_pkgs FUNCTION: calls FUNCTION (pkg_unheld, pkg_release) with the
+# patterns of MLNX OFED's packages: its metapackage, its kernel modules'
+# packages and their DKMS sources, its scripts, under OFED's own names on
+# both families (mlnx-ofed-kernel-dkms, kmod-mlnx-ofa_kernel, knem-dkms ...).
+ofed_pkgs() {
+  "$1" 'mlnx-*' 'kmod-mlnx-*' ofed-scripts 'knem*' 'kmod-knem*' iser-dkms isert-dkms srp-dkms \
+    kmod-iser kmod-isert kmod-srp
+}
+
+# auto_updates: " (what upgrades packages on its own)" for a hold step's
+# message, or nothing: unattended-upgrades switched on (apt), an enabled
+# dnf-automatic timer (dnf).
+auto_updates() {
+  case "$GPUCTL_OS_FAMILY" in
+    debian)
+      if pkg_installed unattended-upgrades &&
+        [ "$(apt-config dump APT::Periodic::Unattended-Upgrade 2>/dev/null)" = 'APT::Periodic::Unattended-Upgrade "1";' ]; then
+        echo " (unattended-upgrades runs daily)"
+      fi ;;
+    rhel)
+      for _au in dnf-automatic.timer dnf-automatic-install.timer; do
+        if svc_enabled "$_au"; then
+          echo " ($_au is enabled)"
+          return 0
+        fi
+      done ;;
+  esac
+}
+
+# kernel_next: the kernel the node boots next, in kernel_next_v: grubby's
+# default on dnf nodes (BLS entries name it), else the newest
+# /boot/vmlinuz-* by version, which GRUB's generated menu boots by default
+# on Debian and Ubuntu; the running kernel when /boot holds none.
+kernel_next() {
+  kernel_next_v=
+  if [ "$GPUCTL_OS_FAMILY" = rhel ] && command -v grubby >/dev/null 2>&1; then
+    kernel_next_v=$(grubby --default-kernel 2>/dev/null)
+    kernel_next_v=${kernel_next_v#/boot/vmlinuz-}
+  fi
+  if [ -z "$kernel_next_v" ]; then
+    kernel_next_v=$(
+      for _kn in /boot/vmlinuz-*; do
+        [ -e "$_kn" ] || continue
+        case "$_kn" in *-rescue-*) continue ;; esac
+        printf '%s\n' "${_kn#/boot/vmlinuz-}"
+      done | sort -V | tail -n 1
+    )
+  fi
+  [ -n "$kernel_next_v" ] || kernel_next_v=${GPUCTL_FACT_KERNEL:-$(uname -r)}
+}
+
 # pkg_versions NAME PREFIX: the versions of NAME the repositories offer that
 # are of the series PREFIX (version_in), newest first. Refreshes apt's lists
 # once when they have none.

@@ -52,6 +52,10 @@ bool Holds(StepCondition condition, const Node& node, const Inventory& inv) {
       return inv.network.name_resolution == NameResolution::kHostsFile;
     case StepCondition::kNvswitch:
       return node.OnNvswitch();
+    case StepCondition::kKernelModules:
+      return node.GpuCount() > 0 || !node.hardware.ib.empty();
+    case StepCondition::kHoldKernel:
+      return inv.policy.hold_kernel && Holds(StepCondition::kKernelModules, node, inv);
   }
   return false;
 }

@@ -235,11 +235,13 @@ void Reader::Top(const YAML::Node& root) {
     marks_.slurm = top.KeyWhere("slurm");
     SlurmBlock(*m);
   }
-  if (auto m = top.Map("policy", {"disable_firewall", "disable_selinux", "docker", "air_gapped"})) {
+  if (auto m = top.Map("policy", {"disable_firewall", "disable_selinux", "docker", "air_gapped",
+                                  "hold_kernel"})) {
     m->Read("disable_firewall", inv_.policy.disable_firewall);
     m->Read("disable_selinux", inv_.policy.disable_selinux);
     m->Read("docker", inv_.policy.docker);
     m->Read("air_gapped", inv_.policy.air_gapped);
+    m->Read("hold_kernel", inv_.policy.hold_kernel);
     marks_.air_gapped = m->ValueWhere("air_gapped");
   }
   if (auto m = top.Map("mirrors", {"cni_manifest", "gpu_operator_chart", "registries"})) {

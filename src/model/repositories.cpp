@@ -89,7 +89,7 @@ std::vector<RepositoryLayout> MakeTable() {
       },
       {
           .name = "epel",
-          .what = "Slurm and munge, helm (dnf only)",
+          .what = "Slurm and munge, helm, dkms for the NVIDIA driver (dnf only)",
           .upstream = "https://dl.fedoraproject.org/pub/epel",
           .apt_path = "",
           .apt_suites = "",
@@ -195,9 +195,11 @@ bool NeedsFor(const std::string& name, const Inventory& inv, const Node& node, O
   // containerd on dnf is Docker's containerd.io (containers.containerd).
   if (name == "docker") return inv.policy.docker || rhel;
   if (name == "ofed") return !node.hardware.ib.empty();
+  // EPEL: Slurm and munge, helm on the master, and dkms, which NVIDIA's
+  // DKMS driver (kmod-nvidia-latest-dkms) requires on a GPU node.
   if (name == "epel") {
-    return rhel &&
-           (inv.orchestrator == Orchestrator::kSlurm || (kubernetes && node.Has(Role::kMaster)));
+    return rhel && (inv.orchestrator == Orchestrator::kSlurm ||
+                    (kubernetes && node.Has(Role::kMaster)) || node.GpuCount() > 0);
   }
   if (name == "helm") return !rhel && kubernetes && node.Has(Role::kMaster);
   return false;

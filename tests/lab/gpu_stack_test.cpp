@@ -4,7 +4,9 @@
 // port Active, /etc/nccl.conf, dcgm-exporter on each GPU node and a real
 // Prometheus (Debian's, mirrored into the lab repository) on the master
 // scraping them; a second apply sends nothing, and a pulled IB cable (the
-// ib-down fault) is named by check.
+// ib-down fault) is named by check. Then a newer kernel installed by hand
+// (playbooks/35-kernel.yaml): check names what it lacks, apply builds the
+// driver's module for it and holds it.
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -33,7 +35,7 @@ class GpuStackLabTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (!test::MissingPrerequisite().empty()) return;
-    test::OnlySteps("gpu,cuda,ib,monitor");
+    test::OnlySteps("gpu,cuda,ib,kernel,monitor");
     lab_ = new Lab(fmt::format("gs{}", getpid()));
     if (!lab_->Up(&up_log_, "--profile mixed")) return;
     runs_ = fs::path(lab_->Env("LAB_STATE")) / "test-runs";
@@ -82,17 +84,23 @@ TEST_F(GpuStackLabTest, StackFabricAndMonitoringConvergeOnBothFamilies) {
     }
     return n;
   };
-  for (const char* step : {"gpu.driver-hold", "cuda.cudnn", "cuda.nccl", "ib.ofed", "ib.nccl-env",
-                           "monitor.dcgm-exporter"}) {
+  for (const char* step : {"gpu.driver-hold", "cuda.cudnn", "cuda.nccl", "ib.ofed", "ib.ofed-hold",
+                           "ib.nccl-env", "monitor.dcgm-exporter"}) {
     EXPECT_EQ(applied(step), 2) << step << "\n" << first_apply_.out;
   }
   EXPECT_EQ(applied("monitor.prometheus"), 1) << first_apply_.out;
 
-  // apt: every driver package held. dnf (no versionlock plugin in the lab):
-  // the driver's packages excluded, so the newer branch the repository
-  // offers is invisible to upgrades, and visible again without the excludes.
+  // apt: every driver package held, and OFED's. dnf (no versionlock plugin
+  // in the lab): the driver's packages excluded, so the newer branch the
+  // repository offers is invisible to upgrades, and visible again without
+  // the excludes; OFED's too (the lab repository has 24.01 and 23.10 only,
+  // so there is no newer one to hide).
   const std::string held = On("worker1", "apt-mark showhold | sort | tr '\\n' ' '");
-  EXPECT_EQ(held, "libnvidia-compute-550 nvidia-dkms-550 nvidia-driver-550 nvidia-utils-550");
+  EXPECT_EQ(held,
+            "libnvidia-compute-550 mlnx-ofed-all nvidia-dkms-550 nvidia-driver-550 "
+            "nvidia-utils-550");
+  EXPECT_NE(On("worker2", "grep '^excludepkgs=' /etc/dnf/dnf.conf").find("mlnx-ofed-all"),
+            std::string::npos);
   EXPECT_EQ(On("worker2", "dnf -q check-update 'cuda-drivers*' 'kmod-nvidia*'; echo rc=$?"),
             "rc=0");
   EXPECT_NE(On("worker2", "dnf -q --disableexcludes=main check-update cuda-drivers"), "")
@@ -172,6 +180,57 @@ TEST_F(GpuStackLabTest, CheckNamesADownIbPortOnEachFamily) {
 
   ASSERT_EQ(Shell(lab_->Tool("fault worker1 --clear") + " 2>&1").status, 0);
   ASSERT_EQ(Shell(lab_->Tool("fault worker2 --clear") + " 2>&1").status, 0);
+  const Result healed = Gpuctl("check");
+  EXPECT_EQ(healed.status, 0) << healed.out;
+}
+
+// Last: it leaves a second kernel on both nodes. The lab's nodes share the
+// host's kernel, so the new one is a stand-in that only ever "boots next"
+// (docs/standins.md#kernels-and-dkms); DKMS is the stand-in's too.
+TEST_F(GpuStackLabTest, ANewerKernelIsCheckedForTheDriverAndGetsItBeforeItBoots) {
+  struct Kernel {
+    std::string node, install, version, module;
+  };
+  const std::vector<Kernel> kernels = {
+      {"worker1", "apt-get install -y -q linux-image-5.15.0-131-generic", "5.15.0-131-generic",
+       "/lib/modules/5.15.0-131-generic/updates/dkms/nvidia.ko"},
+      {"worker2", "dnf -y -q install kernel-core-5.14.0-503.22.1.el9_5",
+       "5.14.0-503.22.1.el9_5.x86_64",
+       "/lib/modules/5.14.0-503.22.1.el9_5.x86_64/extra/nvidia.ko.xz"}};
+  for (const Kernel& k : kernels) {
+    // As `apt upgrade` or `dnf update` would bring it in, without headers:
+    // the kernel's DKMS hook cannot build the driver for it.
+    const Result installed = lab_->Ssh(k.node, k.install + " 2>&1");
+    ASSERT_EQ(installed.status, 0) << installed.out;
+    EXPECT_EQ(On(k.node, "test -e " + k.module + " || echo none"), "none");
+  }
+  const std::string running = On("worker1", "uname -r");
+
+  const Result check = Gpuctl("check");
+  EXPECT_EQ(check.status, 2) << check.out;
+  for (const Kernel& k : kernels) {
+    EXPECT_NE(check.out.find(k.node + ": kernel " + k.version + " boots next (running " + running +
+                             ") and lacks nvidia/550."),
+              std::string::npos)
+        << check.out;
+  }
+  EXPECT_NE(check.out.find("worker1: not held: linux-image-5.15.0-131-generic (kernel.hold)"),
+            std::string::npos)
+      << check.out;
+
+  const Result apply = Gpuctl("apply --yes --run-dir " + RunDir("kernel"));
+  ASSERT_EQ(apply.status, 0) << apply.out;
+  for (const Kernel& k : kernels) {
+    SCOPED_TRACE(k.node);
+    EXPECT_EQ(On(k.node, "test -e " + k.module + " && echo built"), "built");
+    EXPECT_NE(On(k.node, "dkms status -k " + k.version).find(": installed"), std::string::npos);
+  }
+  EXPECT_NE(On("worker1", "apt-mark showhold").find("linux-image-5.15.0-131-generic"),
+            std::string::npos);
+  EXPECT_NE(On("worker2",
+               "grep -h kernel-core /etc/dnf/dnf.conf "
+               "/etc/dnf/plugins/versionlock.list 2>/dev/null"),
+            "");
   const Result healed = Gpuctl("check");
   EXPECT_EQ(healed.status, 0) << healed.out;
 }

@@ -19,7 +19,7 @@ constexpr const char* kModules[] = {"nvidia", "nvidia-modeset", "nvidia-drm", "n
                                     "nvidia-peermem"};
 
 std::string Uname(bool machine) {
-  struct utsname u{};
+  struct utsname u {};
   uname(&u);
   return machine ? u.machine : u.release;
 }
@@ -28,7 +28,8 @@ class DkmsStandin : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!HavePython()) GTEST_SKIP() << "/usr/bin/python3 missing: the stand-ins need it";
-    std::string conf = "PACKAGE_NAME=\"nvidia\"\nPACKAGE_VERSION=\"550.54.14\"\nAUTOINSTALL=\"yes\"\n";
+    std::string conf =
+        "PACKAGE_NAME=\"nvidia\"\nPACKAGE_VERSION=\"550.54.14\"\nAUTOINSTALL=\"yes\"\n";
     for (int i = 0; i < 5; ++i) {
       conf += "BUILT_MODULE_NAME[" + std::to_string(i) + "]=\"" + kModules[i] + "\"\n";
       conf += "DEST_MODULE_LOCATION[" + std::to_string(i) + "]=\"/kernel/drivers/video\"\n";
@@ -48,8 +49,8 @@ class DkmsStandin : public ::testing::Test {
   }
   // The module directory and file suffix of the release's distribution.
   static std::string Installed(bool v3, const std::string& kernel, const std::string& module) {
-    return "lib/modules/" + kernel + (v3 ? "/extra/" + module + ".ko.xz"
-                                         : "/updates/dkms/" + module + ".ko");
+    return "lib/modules/" + kernel +
+           (v3 ? "/extra/" + module + ".ko.xz" : "/updates/dkms/" + module + ".ko");
   }
   StandinNode node_;
   const std::string running_ = Uname(false);
@@ -65,8 +66,7 @@ TEST_F(DkmsStandin, StatusLinesAreTheRealOnesOfBothReleases) {
     // Added, built for no kernel: "module/version: added" (2.8.6 on and 3.x).
     EXPECT_EQ(Dkms("status").out, "nvidia/550.54.14: added\n");
     ASSERT_EQ(Dkms("install -m nvidia -v 550.54.14").status, 0);
-    EXPECT_EQ(Dkms("status").out,
-              "nvidia/550.54.14, " + running_ + ", " + arch_ + ": installed\n");
+    EXPECT_EQ(Dkms("status").out, "nvidia/550.54.14, " + running_ + ", " + arch_ + ": installed\n");
     // A kernel it is not built for: the module shows as only added there.
     EXPECT_EQ(Dkms(std::string("status -k ") + kNext).out, "nvidia/550.54.14: added\n");
     EXPECT_EQ(Dkms("status -m other").out, "");
@@ -80,12 +80,14 @@ TEST_F(DkmsStandin, InstallForTheRunningKernelPutsPlaceholdersWhereTheDistributi
     Release(v3 ? "3.1.4" : "2.8.7");
     ASSERT_EQ(Dkms("add nvidia/550.54.14").status, 0);
     ASSERT_EQ(Dkms("install nvidia/550.54.14 -k " + running_).status, 0);
-    for (const char* module : kModules) EXPECT_TRUE(Exists(Installed(v3, running_, module))) << module;
+    for (const char* module : kModules)
+      EXPECT_TRUE(Exists(Installed(v3, running_, module))) << module;
     EXPECT_FALSE(Exists(Installed(!v3, running_, "nvidia")));
     EXPECT_NE(ReadFile(node_.root() / Installed(v3, running_, "nvidia")).find("placeholder"),
               std::string::npos);
     // DKMS's own record: the kernel-K-ARCH link to the installed build.
-    std::filesystem::path link = node_.root() / ("var/lib/dkms/nvidia/kernel-" + running_ + "-" + arch_);
+    std::filesystem::path link =
+        node_.root() / ("var/lib/dkms/nvidia/kernel-" + running_ + "-" + arch_);
     EXPECT_EQ(std::filesystem::read_symlink(link).string(), "550.54.14/" + running_ + "/" + arch_);
     // Installing again changes nothing and says so.
     RunResult again = Dkms("install nvidia/550.54.14");
@@ -103,9 +105,12 @@ TEST_F(DkmsStandin, AKernelWithoutHeadersGetsTheRealError) {
   ASSERT_EQ(Dkms("add -m nvidia -v 550.54.14").status, 0);
   RunResult build = Dkms("build -m nvidia -v 550.54.14 -k " + k, true);
   EXPECT_EQ(build.status, 1);
-  EXPECT_EQ(build.out, "Error! Your kernel headers for kernel " + k + " cannot be found.\n"
-                       "Please install the linux-headers-" + k + " package or use the "
-                       "--kernelsourcedir option to tell DKMS where it's located.\n");
+  EXPECT_EQ(build.out, "Error! Your kernel headers for kernel " + k +
+                           " cannot be found.\n"
+                           "Please install the linux-headers-" +
+                           k +
+                           " package or use the "
+                           "--kernelsourcedir option to tell DKMS where it's located.\n");
   // 2.8's autoinstall reports a failed build and still exits 0.
   RunResult auto28 = Dkms("autoinstall -k " + k, true);
   EXPECT_EQ(auto28.status, 0);
@@ -115,9 +120,12 @@ TEST_F(DkmsStandin, AKernelWithoutHeadersGetsTheRealError) {
   Release("3.1.4");
   build = Dkms("build -m nvidia -v 550.54.14 -k " + k, true);
   EXPECT_EQ(build.status, 1);
-  EXPECT_EQ(build.out, "\nError! Your kernel headers for kernel " + k + " cannot be found at /lib/modules/" +
-                           k + "/build or /lib/modules/" + k + "/source.\n"
-                           "Please install the linux-headers-" + k + " package or use the "
+  EXPECT_EQ(build.out, "\nError! Your kernel headers for kernel " + k +
+                           " cannot be found at /lib/modules/" + k + "/build or /lib/modules/" + k +
+                           "/source.\n"
+                           "Please install the linux-headers-" +
+                           k +
+                           " package or use the "
                            "--kernelsourcedir option to tell DKMS where it's located.\n");
   // 3.x's autoinstall fails with 11, naming the module and its error code.
   RunResult auto3 = Dkms("autoinstall -k " + k, true);
@@ -168,8 +176,9 @@ TEST_F(DkmsStandin, RemoveTakesTheModuleOutOfEveryKernelAndTheTree) {
   // Not in the tree any more: the real message and exit code 3.
   RunResult again = Dkms("remove -m nvidia -v 550.54.14 --all", true);
   EXPECT_EQ(again.status, 3);
-  EXPECT_EQ(again.out,
-            "\nError! The module/version combo: nvidia/550.54.14 is not located in the DKMS tree.\n");
+  EXPECT_EQ(
+      again.out,
+      "\nError! The module/version combo: nvidia/550.54.14 is not located in the DKMS tree.\n");
 }
 
 }  // namespace

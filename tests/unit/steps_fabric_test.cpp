@@ -122,5 +122,48 @@ TEST(NcclEnv, SocketInterfaceFallsBackToTheRoute) {
   EXPECT_EQ(h.Probe("ib.nccl-env", "w").out, "no interface holds or routes 10.20.1.11\n");
 }
 
+// dpkg-query as ib.ofed-hold's probe asks it: mlnx-ofed-all's version, and
+// OFED's installed packages with their selection (hi: held).
+std::string OfedPackages(const std::string& version, const std::string& lines) {
+  return "case \"$*\" in\n"
+         "  *Status-Abbrev*) printf '%s\\n' " +
+         lines +
+         " ;;\n"
+         "  *mlnx-ofed-all*) printf '" +
+         version +
+         "' ;;\n"
+         "  *) exit 1 ;;\n"
+         "esac";
+}
+
+TEST(OfedHold, NamesOfedsUnheldPackagesAndHoldsThem) {
+  StepHarness h(Inventory(kTwoPorts));
+  h.SetEnv("CALLS", (h.dir() / "calls").string());
+  h.Stub("dpkg-query", OfedPackages("24.01-0.3.3.1",
+                                    "'ii  mlnx-ofed-all' "
+                                    "'ii  mlnx-ofed-kernel-dkms' "
+                                    "'hi  knem-dkms' 'un  mlnx-nvme-dkms'"));
+  auto run = h.Probe("ib.ofed-hold", "w");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.out, "not held: mlnx-ofed-all mlnx-ofed-kernel-dkms\n");
+
+  h.Stub("apt-mark", "echo \"apt-mark $*\" >>\"$CALLS\"");
+  ASSERT_EQ(h.Change("ib.ofed-hold", "w").status, 0);
+  EXPECT_EQ(testing::Slurp(h.dir() / "calls"),
+            "apt-mark hold mlnx-ofed-all mlnx-ofed-kernel-dkms\n");
+
+  h.Stub("dpkg-query", OfedPackages("24.01-0.3.3.1", "'hi  mlnx-ofed-all' 'hi  knem-dkms'"));
+  EXPECT_EQ(h.Probe("ib.ofed-hold", "w").status, 0);
+}
+
+TEST(OfedHold, WaitsWhileOfedIsNotAtTheInventorysRelease) {
+  StepHarness h(Inventory(kTwoPorts));
+  // The default release is 24.01; 23.10 is about to be replaced by ib.ofed.
+  h.Stub("dpkg-query", OfedPackages("23.10-2.1.3.1", "'ii  mlnx-ofed-all'"));
+  const auto run = h.Probe("ib.ofed-hold", "w");
+  EXPECT_EQ(run.status, 3);
+  EXPECT_EQ(run.out, "mlnx-ofed-all is not at 24.01 yet\n");
+}
+
 }  // namespace
 }  // namespace gpuctl

@@ -68,6 +68,8 @@ enum class StepCondition {
   kEpelRepo,         // EPEL supplies packages: dnf with Slurm, or a dnf Kubernetes master (helm)
   kHostsFile,        // network.name_resolution: hosts (gpuctl keeps /etc/hosts)
   kNvswitch,         // the node's GPUs sit on NVSwitch (hardware.gpus.nvswitch: true)
+  kKernelModules,    // the node runs out-of-tree kernel modules gpuctl installs (GPUs or IB)
+  kHoldKernel,       // kernel_modules, and policy.hold_kernel (the default)
 };
 
 // The name a playbook's `when` uses for a condition ("has_gpus").

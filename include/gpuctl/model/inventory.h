@@ -181,6 +181,10 @@ struct Policy {
   // Nothing may come from the internet: validate names every source still at
   // an internet default (mirrors, repositories).
   bool air_gapped = false;
+  // Hold the kernel packages on nodes whose GPU or IB drivers are kernel
+  // modules built for one kernel (os.kernel-hold): a kernel that routine or
+  // unattended upgrades bring in would boot without them.
+  bool hold_kernel = true;
 };
 
 // Where an air-gapped site keeps what gpuctl would otherwise fetch from the
