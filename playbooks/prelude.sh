@@ -561,13 +561,16 @@ kernel_next() {
     kernel_next_v=${kernel_next_v#/boot/vmlinuz-}
   fi
   if [ -z "$kernel_next_v" ]; then
-    kernel_next_v=$(
-      for _kn in /boot/vmlinuz-*; do
-        [ -e "$_kn" ] || continue
-        case "$_kn" in *-rescue-*) continue ;; esac
-        printf '%s\n' "${_kn#/boot/vmlinuz-}"
-      done | sort -V | tail -n 1
-    )
+    # Read by the shell; only two kernels or more need sort.
+    _kn_n=0 _kn_all=
+    for _kn in /boot/vmlinuz-*; do
+      [ -e "$_kn" ] || continue
+      case "$_kn" in *-rescue-*) continue ;; esac
+      kernel_next_v=${_kn#/boot/vmlinuz-} _kn_n=$((_kn_n + 1))
+      _kn_all="$_kn_all$kernel_next_v
+"
+    done
+    [ "$_kn_n" -lt 2 ] || kernel_next_v=$(printf '%s' "$_kn_all" | sort -V | tail -n 1)
   fi
   [ -n "$kernel_next_v" ] || kernel_next_v=${GPUCTL_FACT_KERNEL:-$(uname -r)}
 }

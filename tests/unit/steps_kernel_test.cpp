@@ -100,6 +100,21 @@ TEST(KernelSteps, ReadsOldDkmsLinesAndTheNewestBootKernelOnUbuntu) {
             "it\n");
 }
 
+TEST(KernelSteps, OneKernelInBootIsTheOneThatBootsNext) {
+  if (const std::string why = StepHarness::CanFakeFiles(); !why.empty()) GTEST_SKIP() << why;
+  StepHarness h(Inventory("ubuntu-22.04", kGpus));
+  h.StubOutput("uname", "5.15.0-105-generic\n");
+  // The running kernel's image is gone from /boot (removed, or never there
+  // on a netbooted node): the one left boots next, older or not.
+  h.File("/boot/vmlinuz-5.15.0-91-generic", "");
+  h.StubOutput("dkms", "nvidia/550.54.14, 5.15.0-105-generic, x86_64: installed\n");
+  const auto run = h.Probe("kernel.modules", "w");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_NE(run.out.find("kernel 5.15.0-91-generic boots next (running 5.15.0-105-generic)"),
+            std::string::npos)
+      << run.out;
+}
+
 TEST(KernelSteps, TheChangeInstallsTheNextKernelsHeadersThenBuildsForIt) {
   StepHarness h(Inventory("rocky-9", kGpus));
   RockyNode(h, kRockyNext);
