@@ -169,6 +169,47 @@ TEST_F(SlurmLabTest, AptAndDnfWorkersGoIdleWithGpusRunJobsAndKeepTheKeySecret) {
   EXPECT_FALSE(Leaks(new_key, rekey, RunDir("rekey")));
   const Result settled = Gpuctl("apply --yes --run-dir " + RunDir("settled"), rekeyed, env);
   EXPECT_EQ(ChangesIn(RunDir("settled")), 0) << settled.out;
+
+  // Day 2: a change that reboots running members (the nouveau blacklist,
+  // which slurm.gres pulled in through the driver, removed by hand on both
+  // workers) while a job runs on worker1. Each
+  // worker is drained on the controller in turn, worker1 only once its job
+  // ended on its own; rebooted; resumed. The job writes to the node's disk
+  // when it ends, so a reboot under it would leave no file.
+  for (const char* node : {"worker1", "worker2"}) {
+    ASSERT_EQ(lab_->Ssh(node, "rm /etc/modprobe.d/blacklist-nouveau.conf").status, 0) << node;
+  }
+  const Result job_id = lab_->Ssh(
+      "master1", "sbatch --parsable -p all -w worker1 --wrap 'sleep 20; date +%s >/root/job-done'");
+  ASSERT_EQ(job_id.status, 0) << job_id.out;
+  EXPECT_TRUE(PollUntil(std::chrono::seconds(30), [&] {
+    return Trim(lab_->Ssh("master1", "squeue -h -w worker1 -t RUNNING -o %i").out) ==
+           Trim(job_id.out);
+  }));
+  const Result rolled = Gpuctl("apply --yes --run-dir " + RunDir("rolling"), rekeyed,
+                               env + " GPUCTL_ONLY=gpu.nouveau-blacklist");
+  ASSERT_EQ(rolled.status, 0) << rolled.out;
+  for (const char* node : {"worker1", "worker2"}) {
+    SCOPED_TRACE(node);
+    const std::string n = node;
+    const auto drained = rolled.out.find(n + ": State=DRAIN (Reason=gpuctl apply)");
+    const auto emptied = rolled.out.find(n + ": no jobs left");
+    const auto resumed = rolled.out.find(n + ": State=RESUME");
+    ASSERT_NE(drained, std::string::npos) << rolled.out;
+    ASSERT_NE(emptied, std::string::npos) << rolled.out;
+    ASSERT_NE(resumed, std::string::npos) << rolled.out;
+    EXPECT_LT(drained, emptied);
+    EXPECT_LT(emptied, resumed);
+  }
+  // Never both out of service at once: worker2's drain starts after worker1's resume, or the other
+  // way round.
+  const auto first_resume =
+      std::min(rolled.out.find("worker1: State=RESUME"), rolled.out.find("worker2: State=RESUME"));
+  const auto second_drain =
+      std::max(rolled.out.find("worker1: State=DRAIN"), rolled.out.find("worker2: State=DRAIN"));
+  EXPECT_LT(first_resume, second_drain) << rolled.out;
+  EXPECT_NE(Trim(lab_->Ssh("worker1", "cat /root/job-done").out), "") << "the job did not end";
+  EXPECT_TRUE(PollUntil(std::chrono::seconds(60), [&] { return Sinfo() == want; })) << Sinfo();
 }
 
 }  // namespace
