@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -135,9 +136,11 @@ TEST_F(LabTest, UbuntuNodeSeesOnlyItsDistributionsArchive) {
                 "grep -rl 'trusted=yes' /etc/apt || echo not-trusted-blindly; "
                 "ls /srv/gpuctl-repo 2>&1 | wc -l; command -v dnf || echo no-dnf");
   ASSERT_EQ(r.status, 0) << r.out;
+  // The lab's nginx port: 8642 unless GPUCTL_LAB_HTTP_PORT names another.
+  const char* port = std::getenv("GPUCTL_LAB_HTTP_PORT");
   const std::string url = "http://" +
                           lab().Env("LAB_SUBNET").substr(0, lab().Env("LAB_SUBNET").rfind(".0/")) +
-                          ".1:8642";
+                          ".1:" + (port != nullptr && *port != '\0' ? port : "8642");
   EXPECT_EQ(r.out, "ubuntu 22.04\nubuntu.sources\n1\nURIs: " + url +
                        "/ubuntu\nComponents: main restricted universe\n"
                        "Signed-By: /usr/share/keyrings/ubuntu-archive-keyring.gpg\n"
