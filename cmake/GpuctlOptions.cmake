@@ -8,7 +8,12 @@ option(GPUCTL_WERROR "Treat warnings as errors" ON)
 
 if(GPUCTL_SANITIZE)
   add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all)
-  add_link_options(-fsanitize=address,undefined)
+  # Linked as a position-dependent executable: a PIE of this size carries two
+  # million relative relocations (ASan's and UBSan's data), which the loader
+  # applies page by page at every start. That made each unit-test process
+  # (ctest starts one per case, ~800) and each gpuctl it runs take about a
+  # second just to start; without them, about a third of that.
+  add_link_options(-fsanitize=address,undefined -no-pie)
 endif()
 if(GPUCTL_SANITIZE_THREAD)
   if(GPUCTL_SANITIZE)

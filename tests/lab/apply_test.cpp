@@ -20,48 +20,98 @@ using test::Result;
 using test::Shell;
 namespace fs = std::filesystem;
 
+// One lab for the whole suite: the first case takes it from bare nodes to
+// converged (an apply cut off on one node, then resumed), and each later
+// case starts from that converged lab, makes the drift it needs by hand and
+// leaves the lab converged again. A case run alone (--gtest_filter) applies
+// first if the lab is still bare (Converged()).
 class ApplyLabTest : public ::testing::Test {
  protected:
-  // Each case gets its own lab (ctest runs cases as separate processes).
-  void SetUp() override {
-    if (const std::string why = test::MissingPrerequisite(); !why.empty()) GTEST_SKIP() << why;
+  static void SetUpTestSuite() {
+    if (!test::MissingPrerequisite().empty()) return;
     // What apply itself does (resume, locks, drift, rolling reboots) shows on
     // the OS and GPU layers, reboots included, without the whole stack.
     test::OnlySteps("os,gpu");
-    lab_ = std::make_unique<Lab>("a" + std::to_string(getpid()));
-    std::string log;
-    ASSERT_TRUE(lab_->Up(&log, Shape())) << log;
+    lab_ = new Lab("a" + std::to_string(getpid()));
+    if (!lab_->Up(&up_log_, "--profile mixed")) return;
     runs_ = fs::path(lab_->Env("LAB_STATE")) / "test-runs";
+    fs::create_directories(runs_);
   }
-  void TearDown() override {
+  static void TearDownTestSuite() {
+    test::OnlySteps("");
     if (lab_ != nullptr) lab_->Down(/*purge=*/true);
+    delete lab_;
+    lab_ = nullptr;
   }
-  virtual std::string Shape() const { return "--profile mixed"; }
+  void SetUp() override {
+    if (const std::string why = test::MissingPrerequisite(); !why.empty()) GTEST_SKIP() << why;
+    ASSERT_FALSE(lab_->nodes().empty()) << up_log_;
+  }
 
   // gpuctl with stdout+stderr; `args` may use {inv} for the lab's inventory.
-  Result Gpuctl(std::string args) const {
+  static Result Gpuctl(std::string args) {
     const std::string inv = Quote(lab_->Env("LAB_INVENTORY"));
     for (auto pos = args.find("{inv}"); pos != std::string::npos; pos = args.find("{inv}")) {
       args.replace(pos, 5, inv);
     }
     return Shell(std::string("NO_COLOR=1 ") + GPUCTL_BINARY + " " + args + " 2>&1 </dev/null");
   }
-  std::string RunDir(const std::string& name) const { return (runs_ / name).string(); }
+  static std::string RunDir(const std::string& name) { return (runs_ / name).string(); }
+  // The lab converged: applies once if no case has yet.
+  static void Converged() {
+    if (converged_) return;
+    const Result apply = Gpuctl("apply --yes {inv} --run-dir " + RunDir("converge"));
+    ASSERT_EQ(apply.status, 0) << apply.out;
+    converged_ = true;
+  }
 
-  std::unique_ptr<Lab> lab_;
-  fs::path runs_;
+  static Lab* lab_;
+  static std::string up_log_;
+  static fs::path runs_;
+  static bool converged_;
 };
 
-TEST_F(ApplyLabTest, FreshApplyConvergesAndASecondApplySendsNoChange) {
+Lab* ApplyLabTest::lab_ = nullptr;
+std::string ApplyLabTest::up_log_;
+fs::path ApplyLabTest::runs_;
+bool ApplyLabTest::converged_ = false;
+
+// Needs the bare lab, so it comes first.
+TEST_F(ApplyLabTest, AnApplyCutOffByALostNodeResumesAndConverges) {
+  ASSERT_FALSE(converged_) << "this case needs the bare lab: run it first";
   const Result plan = Gpuctl("plan {inv}");
   EXPECT_EQ(plan.status, 2) << plan.out;
 
-  const Result apply = Gpuctl("apply --yes {inv} --run-dir " + RunDir("first"));
-  ASSERT_EQ(apply.status, 0) << apply.out;
-  EXPECT_GT(ChangesIn(RunDir("first")), 10);
+  // Start an apply, and once worker1 is mid-run, kill its sshd and every
+  // session: the run loses that node while the others go on.
+  const std::string first = RunDir("cut");
+  const std::string command = std::string(GPUCTL_BINARY) + " apply --yes " +
+                              Quote(lab_->Env("LAB_INVENTORY")) + " --run-dir " + first + " >" +
+                              first + ".log 2>&1";
+  std::thread apply([&] { Shell(command); });
+  const bool started = PollUntil(std::chrono::seconds(120), [&] {
+    return ReadFile(fs::path(first) / "journal.jsonl")
+               .find("\"node\":\"worker1\",\"step\":\"os.sysctl\"") != std::string::npos;
+  });
+  EXPECT_TRUE(started);
+  Shell(lab_->Tool("exec worker1 pkill -KILL sshd") + " >/dev/null 2>&1");
+  apply.join();
+  const std::string log = ReadFile(first + ".log");
+  EXPECT_NE(log.find("worker1"), std::string::npos) << log;
 
+  // sshd comes back (systemd restarts it); a plain re-run continues.
+  ASSERT_TRUE(PollUntil(std::chrono::seconds(60),
+                        [&] { return lab_->Ssh("worker1", "true").status == 0; }));
+  const Result resume = Gpuctl("apply --yes {inv} --run-dir " + RunDir("resume"));
+  ASSERT_EQ(resume.status, 0) << log << "\n---\n" << resume.out;
+  converged_ = true;
+  EXPECT_GT(ChangesIn(first) + ChangesIn(RunDir("resume")), 10);
   const Result check = Gpuctl("check {inv}");
   EXPECT_EQ(check.status, 0) << check.out;
+}
+
+TEST_F(ApplyLabTest, AConvergedLabIsHeldAndASecondApplySendsNoChange) {
+  Converged();
   // Installed through gpuctl's transport into each family's real database,
   // and held there by gpu.driver-hold.
   EXPECT_EQ(lab_->Ssh("worker1", "dpkg-query -W -f='${Status}' nvidia-driver-550").out,
@@ -76,7 +126,7 @@ TEST_F(ApplyLabTest, FreshApplyConvergesAndASecondApplySendsNoChange) {
 }
 
 TEST_F(ApplyLabTest, DriftIsPlannedAsExactlyOneStepCheckedAndRepaired) {
-  ASSERT_EQ(Gpuctl("apply --yes {inv} --run-dir " + RunDir("first")).status, 0);
+  Converged();
   ASSERT_EQ(lab_->Ssh("worker1", "rm /etc/modprobe.d/blacklist-nouveau.conf").status, 0);
 
   const Result plan = Gpuctl("--output json plan {inv}");
@@ -104,82 +154,59 @@ TEST_F(ApplyLabTest, DriftIsPlannedAsExactlyOneStepCheckedAndRepaired) {
 }
 
 TEST_F(ApplyLabTest, SavedPlanIsRefusedAfterDriftAndNamesNodeAndStep) {
+  Converged();
+  const std::string file = "/etc/modules-load.d/gpuctl-k8s.conf";
+  ASSERT_EQ(lab_->Ssh("master1", "rm " + file).status, 0);
   const std::string saved = RunDir("saved.json");
-  fs::create_directories(runs_);
   ASSERT_EQ(Gpuctl("plan {inv} --out " + saved).status, 2);
-  // Someone fixes one thing by hand between plan and apply.
-  ASSERT_EQ(lab_->Ssh("master1",
-                      "printf 'overlay\\nbr_netfilter\\n' > /etc/modules-load.d/gpuctl-k8s.conf")
-                .status,
-            0);
+  // Someone fixes it by hand between plan and apply.
+  ASSERT_EQ(lab_->Ssh("master1", "printf 'overlay\\nbr_netfilter\\n' > " + file).status, 0);
   const Result apply = Gpuctl("apply " + saved + " --run-dir " + RunDir("refused"));
   EXPECT_EQ(apply.status, 1) << apply.out;
   EXPECT_NE(apply.out.find("master1 os.modules: was change"), std::string::npos) << apply.out;
   EXPECT_EQ(ChangesIn(RunDir("refused")), 0);
-}
-
-TEST_F(ApplyLabTest, AnApplyCutOffByALostNodeResumesAndConverges) {
-  // Start an apply, and once worker1 is mid-run, kill its sshd and every
-  // session: the run loses that node while the others go on.
-  const std::string first = RunDir("cut");
-  const std::string command = std::string(GPUCTL_BINARY) + " apply --yes " +
-                              Quote(lab_->Env("LAB_INVENTORY")) + " --run-dir " + first + " >" +
-                              first + ".log 2>&1";
-  fs::create_directories(runs_);
-  std::thread apply([&] { Shell(command); });
-  const bool started = PollUntil(std::chrono::seconds(120), [&] {
-    return ReadFile(fs::path(first) / "journal.jsonl")
-               .find("\"node\":\"worker1\",\"step\":\"os.sysctl\"") != std::string::npos;
-  });
-  EXPECT_TRUE(started);
-  Shell(lab_->Tool("exec worker1 pkill -KILL sshd") + " >/dev/null 2>&1");
-  apply.join();
-  const std::string log = ReadFile(first + ".log");
-  EXPECT_NE(log.find("worker1"), std::string::npos) << log;
-
-  // sshd comes back (systemd restarts it); a plain re-run continues.
-  ASSERT_TRUE(PollUntil(std::chrono::seconds(60),
-                        [&] { return lab_->Ssh("worker1", "true").status == 0; }));
-  const Result resume = Gpuctl("apply --yes {inv} --run-dir " + RunDir("resume"));
-  EXPECT_EQ(resume.status, 0) << log << "\n---\n" << resume.out;
-  EXPECT_EQ(Gpuctl("check {inv}").status, 0);
+  EXPECT_EQ(Gpuctl("check {inv}").status, 0) << "the hand-made file is the one gpuctl writes";
 }
 
 TEST_F(ApplyLabTest, ASecondApplyIsRefusedByTheNodeLocks) {
+  Converged();
+  // Drift whose repair reboots worker1, so the first run holds its locks for
+  // seconds after its probe phase starts.
+  ASSERT_EQ(lab_->Ssh("worker1", "rm /etc/modprobe.d/blacklist-nouveau.conf").status, 0);
   const std::string first = RunDir("holder");
-  fs::create_directories(runs_);
   std::thread apply([&] {
     Shell(std::string(GPUCTL_BINARY) + " apply --yes " + Quote(lab_->Env("LAB_INVENTORY")) +
           " --run-dir " + first + " >/dev/null 2>&1");
   });
-  // The first run holds the locks from its lock phase until it ends; its
-  // reboots keep it running for seconds after the probe phase starts.
+  // The first run holds the locks from its lock phase until it ends.
   const bool probing = PollUntil(std::chrono::seconds(120), [&] {
     return ReadFile(fs::path(first) / "journal.jsonl").find("\"phase\":\"probe\"") !=
            std::string::npos;
   });
   EXPECT_TRUE(probing);
-  const Result second = Gpuctl("apply --yes {inv} --run-dir " + RunDir("second"));
+  const Result second = Gpuctl("apply --yes {inv} --run-dir " + RunDir("second-locked"));
   const bool first_still_running =
       ReadFile(fs::path(first) / "journal.jsonl").find("back after reboot") == std::string::npos;
   apply.join();
   if (first_still_running) {
     EXPECT_EQ(second.status, 1) << second.out;
     EXPECT_NE(second.out.find("locked by another apply"), std::string::npos) << second.out;
-    EXPECT_EQ(ChangesIn(RunDir("second")), 0);
+    EXPECT_EQ(ChangesIn(RunDir("second-locked")), 0);
   }
   // The lock is released when the first run ends.
   const Result after = Gpuctl("apply --yes {inv} --run-dir " + RunDir("after"));
   EXPECT_EQ(after.status, 0) << after.out;
+  EXPECT_EQ(Gpuctl("check {inv}").status, 0);
 }
 
 TEST_F(ApplyLabTest, AStaleLockNeedsBreakLock) {
+  Converged();
   ASSERT_EQ(lab_->Ssh("master1",
                       "mkdir -p /var/lib/gpuctl/lock && echo 'run=crashed host=elsewhere' > "
                       "/var/lib/gpuctl/lock/holder")
                 .status,
             0);
-  const Result refused = Gpuctl("apply --yes {inv} --run-dir " + RunDir("refused"));
+  const Result refused = Gpuctl("apply --yes {inv} --run-dir " + RunDir("stale"));
   EXPECT_EQ(refused.status, 1) << refused.out;
   EXPECT_NE(refused.out.find("run=crashed host=elsewhere"), std::string::npos) << refused.out;
   EXPECT_NE(refused.out.find("--break-lock"), std::string::npos) << refused.out;
@@ -189,13 +216,16 @@ TEST_F(ApplyLabTest, AStaleLockNeedsBreakLock) {
       << "what --break-lock overrode is said: " << broken.out;
 }
 
-class RollingRebootLabTest : public ApplyLabTest {
+// Its own lab: five nodes, so four GPU workers reboot in batches of two.
+class RollingRebootLabTest : public test::LabCase {
  protected:
   std::string Shape() const override { return "--nodes 5"; }
+  std::string Prefix() const override { return "r"; }
+  std::string Only() const override { return "os,gpu"; }
 };
 
 TEST_F(RollingRebootLabTest, NeverMoreThanOneBatchDown) {
-  const Result apply = Gpuctl("apply --yes --batch 2 {inv} --run-dir " + RunDir("rolling"));
+  const Result apply = Gpuctl("apply --yes --batch 2 --run-dir " + RunDir("rolling"));
   ASSERT_EQ(apply.status, 0) << apply.out;
   // Replay the journal: count nodes between "rebooting" and "back after reboot".
   std::ifstream in(fs::path(RunDir("rolling")) / "journal.jsonl");

@@ -1,9 +1,14 @@
-// The Slurm steps (playbooks/70-slurm.yaml) on a lab with an apt worker and a
-// dnf worker (`--profile slurm`: worker1 Ubuntu with 8 A100, worker2 Rocky with
-// 8 H100). The daemons are the real Slurm and MUNGE, so the test runs a job
-// across both workers; then it rekeys MUNGE from the environment, and checks
-// that no key ever shows in gpuctl's output or run directory.
+// The whole catalog on a Slurm lab with an apt worker and a dnf worker
+// (`--profile slurm`: worker1 Ubuntu with 8 A100, worker2 Rocky with 8 H100,
+// an NFS storage node), from freshly started nodes in one apply, as the
+// README's demo runs it: a green check and a second apply that sends nothing
+// prove the layers fit together. Then the Slurm steps (playbooks/70-slurm.yaml)
+// closer: the daemons are the real Slurm and MUNGE, so the test runs jobs in
+// each partition and across both workers; it rekeys MUNGE from the
+// environment and checks that no key ever shows in gpuctl's output or run
+// directory; and a change that reboots the workers drains each in turn.
 #include <algorithm>
+#include <utility>
 
 #include <gtest/gtest.h>
 
@@ -30,7 +35,7 @@ class SlurmLabTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (const std::string why = test::MissingPrerequisite(); !why.empty()) GTEST_SKIP() << why;
-    test::OnlySteps("slurm");
+    test::OnlySteps("");  // the whole catalog
     lab_ = std::make_unique<Lab>(fmt::format("s{}", getpid()));
     std::string log;
     ASSERT_TRUE(lab_->Up(&log, "--profile slurm")) << log;
@@ -90,6 +95,15 @@ TEST_F(SlurmLabTest, AptAndDnfWorkersGoIdleWithGpusRunJobsAndKeepTheKeySecret) {
   EXPECT_EQ(Trim(job.out), "worker1\nworker2");
   EXPECT_EQ(Trim(lab_->Ssh("worker2", "rpm -q --qf '%{NAME}\\n' slurm-slurmd munge").out),
             "slurm-slurmd\nmunge");
+  // A job asking for all eight GPUs runs in each partition: a100 on the
+  // Ubuntu worker, h100 on the Rocky one (the profile's partitions).
+  for (const auto& [partition, node] :
+       {std::pair{"a100", "worker1"}, std::pair{"h100", "worker2"}}) {
+    const Result gpus = lab_->Ssh(
+        "master1", std::string("timeout 120 srun -p ") + partition + " --gres=gpu:8 hostname");
+    EXPECT_EQ(gpus.status, 0) << partition;
+    EXPECT_EQ(Trim(gpus.out), node) << partition;
+  }
   // Each worker's CPUs as the worker counts them (not Slurm's default of 1),
   // so a job may ask for all of them, and memory in whole GiB below what the
   // node has.
@@ -126,6 +140,7 @@ TEST_F(SlurmLabTest, AptAndDnfWorkersGoIdleWithGpusRunJobsAndKeepTheKeySecret) {
   EXPECT_EQ(ChangesIn(RunDir("second")), 0) << again.out;
   const Result check = Gpuctl("check", Inventory());
   EXPECT_EQ(check.status, 0) << check.out;
+  EXPECT_NE(check.out.find(", 0 mismatches, 0 unreachable"), std::string::npos) << check.out;
 
   // A Slurm series the repositories do not carry: plan names the installed
   // packages on both OS families, apply stops at the install and leaves the
