@@ -839,7 +839,9 @@ EOF
         ($3 > 0 ? " Gres=gpu:" $3 : "") " State=UNKNOWN"
     }'
   printf '%s\n' "$GPUCTL_SLURM_PARTITIONS" | awk 'NF {
-    print "PartitionName=" $1 " Nodes=" $2 " Default=" $3 " MaxTime=INFINITE State=UP" }'
+    line = "PartitionName=" $1 " Nodes=" $2 " Default=" $3 " MaxTime=" $4
+    if ($5 != "-") line = line " DefaultTime=" $5
+    print line " State=UP" }'
 }
 
 slurm_gres_conf() {

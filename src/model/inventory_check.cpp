@@ -179,7 +179,7 @@ void CheckSlurm(yaml::Source& source, Inventory& inv, const InventoryMarks& mark
     }
   }
   if (slurm.partitions.empty()) {
-    slurm.partitions.push_back({kDefaultPartition, workers, true});
+    slurm.partitions.push_back({kDefaultPartition, workers, true, "", ""});
   }
 }
 

@@ -421,7 +421,7 @@ void Reader::SlurmBlock(MapReader& m) {
   ReadKind(m, "cluster_name", "Slurm cluster name", SlurmNameProblem, slurm.cluster_name, true);
   EnvName(m, "munge_key_env", slurm.munge_key_env);
   for (const auto& item : m.List("partitions").value_or(std::vector<YAML::Node>{})) {
-    MapReader p(source_, item, {"name", "nodes", "default"});
+    MapReader p(source_, item, {"name", "nodes", "default", "max_time", "default_time"});
     if (!p.ok()) {
       continue;
     }
@@ -429,6 +429,19 @@ void Reader::SlurmBlock(MapReader& m) {
     SlurmPartition out;
     ReadKind(p, "name", "partition name", SlurmNameProblem, out.name);
     p.Read("default", out.is_default);
+    ReadKind(p, "max_time", "partition max_time", SlurmTimeProblem, out.max_time);
+    if (auto def = p.String("default_time");
+        def && Valid(*def, "partition default_time", SlurmTimeProblem)) {
+      out.default_time = def->text;
+      // slurmctld drops a DefaultTime above MaxTime with only a log line.
+      const long long max = out.max_time.empty() ? -1 : SlurmTimeMinutes(out.max_time);
+      const long long wanted = SlurmTimeMinutes(def->text);
+      if (max >= 0 && (wanted < 0 || wanted > max)) {
+        source_.Error(def->where, fmt::format("partition '{}': default_time is above its "
+                                              "max_time ({}), which Slurm would ignore",
+                                              out.name, out.max_time));
+      }
+    }
     std::vector<SourceLocation> at;
     for (auto& n : p.StringList("nodes").value_or(std::vector<Scalar>{})) {
       if (Valid(n, "partition node", HostNameProblem)) {

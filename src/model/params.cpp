@@ -286,8 +286,12 @@ void AddSlurm(const Inventory& inv, std::map<std::string, std::string>& values) 
       if (p.nodes.empty()) {
         nodes = Names(inv.WithRole(Role::kWorker), ",");
       }
-      partitions.push_back(
-          Fields("slurm_partitions", {p.name, nodes, p.is_default ? "YES" : "NO"}));
+      // "name nodes default max_time default_time", '-' for no DefaultTime.
+      partitions.push_back(Fields(
+          "slurm_partitions",
+          {p.name, nodes, p.is_default ? "YES" : "NO",
+           p.max_time.empty() ? std::string_view("INFINITE") : std::string_view(p.max_time),
+           p.default_time.empty() ? std::string_view("-") : std::string_view(p.default_time)}));
     }
   }
   values["slurm_cluster_name"] =

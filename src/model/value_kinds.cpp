@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -256,6 +258,113 @@ std::string LocalPathProblem(std::string_view text) {
 std::string SlurmNameProblem(std::string_view text) {
   return NameProblem(text, kMaxName, StartsAlnum, "a letter or a digit", NameChar,
                      "letters, digits, '_', '-' and '.'");
+}
+
+namespace {
+
+// The fields of a Slurm time: days (-1 when not written), then the
+// colon-separated ones; false when the text is not digits in that shape.
+struct SlurmTimeFields {
+  long long days = -1;
+  std::vector<long long> rest;
+};
+
+bool IsUnlimited(std::string_view text) {
+  const auto same = [&](std::string_view word) {
+    return text.size() == word.size() &&
+           std::equal(text.begin(), text.end(), word.begin(), [](char a, char b) {
+             return (a >= 'a' && a <= 'z' ? static_cast<char>(a - 'a' + 'A') : a) == b;
+           });
+  };
+  return same("UNLIMITED") || same("INFINITE");
+}
+
+std::string SplitSlurmTime(std::string_view text, SlurmTimeFields& out) {
+  const auto number = [](std::string_view digits, long long& value) {
+    if (digits.empty() || digits.size() > 7 ||
+        !std::all_of(digits.begin(), digits.end(), IsDigit)) {
+      return false;
+    }
+    value = std::stoll(std::string(digits));
+    return true;
+  };
+  std::string_view clock = text;
+  if (const auto dash = text.find('-'); dash != std::string_view::npos) {
+    if (!number(text.substr(0, dash), out.days)) {
+      return "days must be a number before '-'";
+    }
+    clock = text.substr(dash + 1);
+  }
+  for (std::size_t start = 0;;) {
+    const auto colon = clock.find(':', start);
+    long long value = 0;
+    if (!number(clock.substr(start, colon - start), value)) {
+      return "each field must be a number of at most 7 digits";
+    }
+    out.rest.push_back(value);
+    if (colon == std::string_view::npos) {
+      break;
+    }
+    start = colon + 1;
+  }
+  if (out.rest.size() > 3) {
+    return "at most three ':'-separated fields";
+  }
+  // The first field after days is hours; without days, minutes unless three.
+  const bool hours_first = out.days >= 0 || out.rest.size() == 3;
+  if (out.days >= 0 && out.rest[0] >= 24) {
+    return "hours after days must be below 24";
+  }
+  for (std::size_t i = 1; i < out.rest.size(); ++i) {
+    if (out.rest[i] >= 60) {
+      return hours_first && i == 1 ? "minutes must be below 60" : "seconds must be below 60";
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string SlurmTimeProblem(std::string_view text) {
+  constexpr const char* kForms =
+      "a time is UNLIMITED, INFINITE or numbers: minutes, hours:minutes:seconds, "
+      "days-hours[:minutes[:seconds]]";
+  if (IsUnlimited(text)) {
+    return "";
+  }
+  if (text.empty()) {
+    return fmt::format("may not be empty ({})", kForms);
+  }
+  // Hostile characters are named first; letters only spell the two words.
+  if (std::string bad = FirstBad(text, [](char c) { return IsAlnum(c) || c == ':' || c == '-'; });
+      !bad.empty()) {
+    return fmt::format("a time may not contain {}", bad);
+  }
+  if (std::any_of(text.begin(), text.end(), IsLetter)) {
+    return kForms;
+  }
+  SlurmTimeFields fields;
+  return SplitSlurmTime(text, fields);
+}
+
+long long SlurmTimeMinutes(std::string_view text) {
+  if (IsUnlimited(text)) {
+    return -1;
+  }
+  SlurmTimeFields f;
+  SplitSlurmTime(text, f);
+  long long seconds = 0;
+  if (f.days >= 0) {
+    // days-hours[:minutes[:seconds]]
+    seconds = f.days * 86400 + f.rest[0] * 3600;
+    if (f.rest.size() > 1) seconds += f.rest[1] * 60;
+    if (f.rest.size() > 2) seconds += f.rest[2];
+  } else if (f.rest.size() == 3) {
+    seconds = f.rest[0] * 3600 + f.rest[1] * 60 + f.rest[2];
+  } else {
+    seconds = f.rest[0] * 60 + (f.rest.size() > 1 ? f.rest[1] : 0);
+  }
+  return (seconds + 59) / 60;
 }
 
 std::string ClusterNameProblem(std::string_view text) {

@@ -41,13 +41,15 @@ class SlurmLabTest : public ::testing::Test {
     ASSERT_TRUE(lab_->Up(&log, "--profile slurm")) << log;
     runs_ = fs::path(lab_->Env("LAB_STATE")) / "test-runs";
     // The profile's partitions hold one worker each; a job across both needs
-    // a third, over every worker (a partition without nodes).
+    // a third, over every worker (a partition without nodes), here with time
+    // limits of its own.
     inventory_ = (fs::path(lab_->Env("LAB_STATE")) / "slurm-test.yaml").string();
-    ASSERT_EQ(Shell("sed 's/^    - {name: h100, nodes: \\[worker2\\]}$/&\\n    - {name: all}/' " +
+    ASSERT_EQ(Shell("sed 's/^    - {name: h100, nodes: \\[worker2\\]}$/&\\n    - {name: all, "
+                    "max_time: \"2-00:00:00\", default_time: \"60\"}/' " +
                     Quote(lab_->Env("LAB_INVENTORY")) + " >" + Quote(inventory_))
                   .status,
               0);
-    ASSERT_NE(ReadFile(inventory_).find("{name: all}"), std::string::npos);
+    ASSERT_NE(ReadFile(inventory_).find("{name: all, max_time"), std::string::npos);
   }
   void TearDown() override {
     if (lab_ != nullptr) lab_->Down(/*purge=*/true);
@@ -95,6 +97,10 @@ TEST_F(SlurmLabTest, AptAndDnfWorkersGoIdleWithGpusRunJobsAndKeepTheKeySecret) {
   EXPECT_EQ(Trim(job.out), "worker1\nworker2");
   EXPECT_EQ(Trim(lab_->Ssh("worker2", "rpm -q --qf '%{NAME}\\n' slurm-slurmd munge").out),
             "slurm-slurmd\nmunge");
+  // The partition's time limits as slurmctld read them from slurm.conf.
+  const std::string all = lab_->Ssh("master1", "scontrol show partition all").out;
+  EXPECT_NE(all.find("MaxTime=2-00:00:00"), std::string::npos) << all;
+  EXPECT_NE(all.find("DefaultTime=01:00:00"), std::string::npos) << all;
   // A job asking for all eight GPUs runs in each partition: a100 on the
   // Ubuntu worker, h100 on the Rocky one (the profile's partitions).
   for (const auto& [partition, node] :

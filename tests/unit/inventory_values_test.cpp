@@ -77,6 +77,11 @@ std::vector<Field> Fields() {
        "gpu"},
       {"slurm.partitions[].nodes[]",
        With("orchestrator: slurm\nslurm: {partitions: [{name: gpu, nodes: [@@]}]}\n"), "w1"},
+      {"slurm.partitions[].max_time",
+       With("orchestrator: slurm\nslurm: {partitions: [{name: gpu, max_time: @@}]}\n"),
+       "2-00:00:00"},
+      {"slurm.partitions[].default_time",
+       With("orchestrator: slurm\nslurm: {partitions: [{name: gpu, default_time: @@}]}\n"), "60"},
       {"slurm.munge_key_env", With("orchestrator: slurm\nslurm: {munge_key_env: @@}\n"),
        "GPUCTL_MUNGE_KEY"},
       {"nodes[].name", Replace(inv, "name: w1", "name: @@"), "w1"},
@@ -218,6 +223,29 @@ TEST(InventoryValues, TheIssuesPayloadsAreRefusedNamingTheCharacter) {
   EXPECT_TRUE(testing::HasDiagnostic(p.diagnostics, 1, 10,
                                      "invalid cluster name '../../../../tmp/x': may not contain "
                                      "'/'"));
+}
+
+TEST(InventoryValues, APartitionsTimesAreSlurmTimesAndItsDefaultIsWithinItsMax) {
+  auto p =
+      ParseText(With("orchestrator: slurm\nslurm:\n  partitions:\n"
+                     "    - {name: gpu, max_time: \"1:00:00\", default_time: \"2:00:00\"}\n"
+                     "    - {name: all, max_time: 2h}\n"));
+  EXPECT_FALSE(p.inventory);
+  EXPECT_TRUE(testing::HasDiagnostic(p.diagnostics, 14, 54,
+                                     "partition 'gpu': default_time is above its max_time "
+                                     "(1:00:00), which Slurm would ignore"));
+  EXPECT_TRUE(testing::HasDiagnostic(p.diagnostics, 15, 29,
+                                     "invalid partition max_time '2h': a time is UNLIMITED, "
+                                     "INFINITE or numbers"));
+
+  p =
+      ParseText(With("orchestrator: slurm\nslurm:\n  partitions:\n"
+                     "    - {name: gpu, max_time: \"1-00\", default_time: \"30\"}\n"
+                     "    - {name: all, default_time: UNLIMITED}\n"));
+  ASSERT_TRUE(p.inventory) << p.diagnostics.Format();
+  EXPECT_EQ(p.inventory->slurm->partitions[0].max_time, "1-00");
+  EXPECT_EQ(p.inventory->slurm->partitions[0].default_time, "30");
+  EXPECT_EQ(p.inventory->slurm->partitions[1].max_time, "");
 }
 
 TEST(InventoryValues, RootIsNeitherAnExportNorAMountPoint) {

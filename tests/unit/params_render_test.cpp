@@ -33,7 +33,7 @@ TEST(ParamsRender, ValidInventoryRendersEveryRecordOnItsOwnLine) {
   const auto values = ParameterValues(inv, inv.nodes[1]);
   EXPECT_EQ(values.at("nfs_exports"), "/data 10.0.0.0/8");
   EXPECT_EQ(values.at("nfs_mounts"), "198.18.0.10:/data /mnt/data rw,hard,nfsvers=4.1");
-  EXPECT_EQ(values.at("slurm_partitions"), "gpu w1 NO");
+  EXPECT_EQ(values.at("slurm_partitions"), "gpu w1 NO INFINITE -");
   EXPECT_EQ(values.at("hosts"), "198.18.0.10 m1\n198.18.0.11 w1");
 }
 

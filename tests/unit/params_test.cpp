@@ -28,7 +28,7 @@ nfs:
   mounts: [{export: /data, path: /mnt/data}]
 slurm:
   partitions:
-    - {name: gpu, nodes: [w1], default: true}
+    - {name: gpu, nodes: [w1], default: true, max_time: "2-00:00:00", default_time: "60"}
     - {name: all}
 nodes:
   - {name: m1, address: 198.18.0.10, os: ubuntu-22.04, roles: [master]}
@@ -265,7 +265,8 @@ TEST(Params, Slurm) {
   const Inventory inv = Load(kCluster);
   const auto v = ParameterValues(inv, inv.nodes[0]);
   EXPECT_EQ(v.at("slurm_cluster_name"), "lab");
-  EXPECT_EQ(v.at("slurm_partitions"), "gpu w1 YES\nall w1,w2 NO");
+  // "name nodes default max_time default_time": INFINITE and '-' when unset.
+  EXPECT_EQ(v.at("slurm_partitions"), "gpu w1 YES 2-00:00:00 60\nall w1,w2 NO INFINITE -");
   // Every worker, with its GPU count (0 without GPUs), for slurm.conf's NodeName lines.
   EXPECT_EQ(v.at("slurm_nodes"), "w1 198.18.0.11 8\nw2 198.18.0.12 0");
 }

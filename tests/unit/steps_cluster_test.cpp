@@ -182,6 +182,24 @@ TEST_F(ClusterStepsTest, SlurmConfigIsRenderedFromTheInventory) {
       << run.out;
 }
 
+// A partition's max_time and default_time (slurm_partitions' fourth and
+// fifth fields, '-' for no DefaultTime) reach its PartitionName line.
+TEST_F(ClusterStepsTest, PartitionTimeLimitsReachSlurmConf) {
+  StepHarness h(Inventory("slurm"));
+  h.SetEnv("GPUCTL_NODE_HARDWARE", kWorker1Hardware);
+  h.SetEnv("GPUCTL_SLURM_PARTITIONS", "gpu worker1 YES 2-00:00:00 60\nall worker1 NO INFINITE -");
+  h.StubOutput("id", "64030\n");
+  std::string conf = kSlurmConf;
+  conf.replace(conf.find("PartitionName="), std::string::npos,
+               "PartitionName=gpu Nodes=worker1 Default=YES MaxTime=2-00:00:00 DefaultTime=60 "
+               "State=UP\nPartitionName=all Nodes=worker1 Default=NO MaxTime=INFINITE State=UP\n");
+  h.File("/etc/slurm/slurm.conf", conf);
+  // slurm.conf matched when the probe goes on to gres.conf.
+  const auto run = h.Probe("slurm.config", "worker1");
+  EXPECT_NE(run.out.find("/etc/slurm/gres.conf is missing or differs"), std::string::npos)
+      << run.out;
+}
+
 TEST_F(ClusterStepsTest, SlurmNodeHardwareIsWhatSlurmdWouldFind) {
   if (const std::string why = StepHarness::CanFakeFiles(); !why.empty()) GTEST_SKIP() << why;
   StepHarness h(Inventory("slurm"));

@@ -73,6 +73,12 @@ std::vector<KindCase> Cases() {
        SlurmNameProblem,
        {"gpu", "a100", "batch_1", "debug-short", "v1.2"},
        {"gpu part", "gpu,cpu", "gpu=x", ".hidden", "_x", std::string(65, 'a'), "a/b"}},
+      {"Slurm time",
+       SlurmTimeProblem,
+       {"UNLIMITED", "infinite", "60", "30:30", "12:00:00", "72:00:00", "2-00", "2-12:30",
+        "7-23:59:59"},
+       {"", "1h", "2-24", "10:60", "1:60:00", "1:2:3:4", "-5", "1--2", "12345678", "2 days",
+        "60\nPartitionName=x", "UNLIMITED;"}},
       {"cluster name",
        ClusterNameProblem,
        {"seed", "seed-slurm", "lab_1", "c.1"},
@@ -146,6 +152,17 @@ TEST(ValueKinds, ProblemsNameTheOffendingCharacter) {
   EXPECT_NE(MountOptionsProblem("rw;reboot").find("';'"), std::string::npos);
   EXPECT_NE(ClusterNameProblem("../../../../tmp/x").find("'/'"), std::string::npos);
   EXPECT_NE(VersionProblem(std::string("1\0", 2)).find("a NUL character"), std::string::npos);
+}
+
+TEST(ValueKinds, SlurmTimesInMinutesRoundSecondsUpAsSlurmDoes) {
+  EXPECT_EQ(SlurmTimeMinutes("60"), 60);
+  EXPECT_EQ(SlurmTimeMinutes("30:30"), 31);
+  EXPECT_EQ(SlurmTimeMinutes("12:00:00"), 720);
+  EXPECT_EQ(SlurmTimeMinutes("2-00"), 2880);
+  EXPECT_EQ(SlurmTimeMinutes("1-01:01"), 1501);
+  EXPECT_EQ(SlurmTimeMinutes("1-01:01:01"), 1502);
+  EXPECT_EQ(SlurmTimeMinutes("Unlimited"), -1);
+  EXPECT_EQ(SlurmTimeMinutes("INFINITE"), -1);
 }
 
 TEST(ValueKinds, DescribeCharAndShownValue) {

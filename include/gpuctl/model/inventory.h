@@ -166,6 +166,10 @@ struct SlurmPartition {
   std::string name;
   std::vector<std::string> nodes;  // node names; empty: every worker
   bool is_default = false;
+  // slurm.conf's MaxTime and DefaultTime as written (SlurmTimeProblem);
+  // empty: MaxTime=INFINITE, and no DefaultTime (jobs get MaxTime).
+  std::string max_time;
+  std::string default_time;
 };
 
 struct Slurm {

@@ -54,6 +54,15 @@ std::string AbsolutePathProblem(std::string_view text);
 // printable characters, relative or absolute, no line break or control
 // character, at most 4095 characters.
 std::string LocalPathProblem(std::string_view text);
+// A time limit as slurm.conf takes it (MaxTime, DefaultTime): `UNLIMITED` or
+// `INFINITE` (any case), or `minutes`, `minutes:seconds`,
+// `hours:minutes:seconds`, `days-hours`, `days-hours:minutes` or
+// `days-hours:minutes:seconds`, each a number of at most 7 digits; minutes
+// and seconds after the first field below 60, hours after days below 24.
+std::string SlurmTimeProblem(std::string_view text);
+// A valid Slurm time in whole minutes, seconds rounded up as Slurm does; -1
+// for UNLIMITED and INFINITE. Only for text SlurmTimeProblem accepts.
+long long SlurmTimeMinutes(std::string_view text);
 // A name Slurm takes for a partition, node or cluster: letters, digits, '_',
 // '-' and '.', starting with a letter or digit, at most 64 characters.
 std::string SlurmNameProblem(std::string_view text);
