@@ -5,6 +5,7 @@
 #include "gpuctl/model/value_kinds.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -270,13 +271,10 @@ struct SlurmTimeFields {
 };
 
 bool IsUnlimited(std::string_view text) {
-  const auto same = [&](std::string_view word) {
-    return text.size() == word.size() &&
-           std::equal(text.begin(), text.end(), word.begin(), [](char a, char b) {
-             return (a >= 'a' && a <= 'z' ? static_cast<char>(a - 'a' + 'A') : a) == b;
-           });
-  };
-  return same("UNLIMITED") || same("INFINITE");
+  std::string word(text);
+  std::transform(word.begin(), word.end(), word.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  return word == "UNLIMITED" || word == "INFINITE";
 }
 
 std::string SplitSlurmTime(std::string_view text, SlurmTimeFields& out) {
