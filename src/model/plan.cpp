@@ -272,6 +272,64 @@ const std::vector<std::size_t>& Plan::ItemsOf(const std::string& node) const {
   return it == by_node_.end() ? kNone : it->second;
 }
 
+std::vector<std::size_t> Plan::DeferVerdictsOnPendingWork() {
+  // For each item, the first item still to change among what it waits for,
+  // transitively (kNoItem: none). Items are visited from their
+  // predecessors; a plan's edges form a DAG (Catalog rejects cycles).
+  constexpr std::size_t kNoItem = static_cast<std::size_t>(-1);
+  constexpr std::size_t kUnknown = kNoItem - 1;
+  std::vector<std::size_t> pending_before(items_.size(), kUnknown);
+  const auto is_pending = [](const PlanItem& item) {
+    return item.state == ItemState::kNeedsChange || item.state == ItemState::kKnownAfterApply;
+  };
+  // Iterative: a chain of cross-node edges may be long on a large cluster.
+  const auto resolve = [&](std::size_t start) {
+    std::vector<std::pair<std::size_t, std::size_t>> stack = {{start, 0}};
+    while (!stack.empty()) {
+      auto& [id, next] = stack.back();
+      const PlanItem& item = items_[id];
+      if (pending_before[id] == kUnknown) {
+        pending_before[id] = kNoItem;  // until a predecessor says otherwise
+      }
+      bool descended = false;
+      while (next < item.after.size() && pending_before[id] == kNoItem) {
+        const std::size_t dep = item.after[next++];
+        if (is_pending(items_[dep])) {
+          pending_before[id] = dep;
+        } else if (pending_before[dep] == kUnknown) {
+          --next;  // look at it again once resolved
+          stack.emplace_back(dep, 0);
+          descended = true;
+          break;
+        } else if (pending_before[dep] != kNoItem) {
+          pending_before[id] = pending_before[dep];
+        }
+      }
+      if (!descended) {
+        stack.pop_back();
+      }
+    }
+  };
+  std::vector<std::size_t> moved;
+  for (auto& item : items_) {
+    if (item.state != ItemState::kNeedsAttention) {
+      continue;
+    }
+    if (pending_before[item.id] == kUnknown) {
+      resolve(item.id);
+    }
+    const std::size_t waits_for = pending_before[item.id];
+    if (waits_for == kNoItem) {
+      continue;
+    }
+    const PlanItem& first = items_[waits_for];
+    item.state = ItemState::kKnownAfterApply;
+    item.observed = fmt::format("after {} on {}: {}", first.step, first.node, item.observed);
+    moved.push_back(item.id);
+  }
+  return moved;
+}
+
 PlanSummary Plan::Summarize() const {
   PlanSummary s;
   s.nodes = nodes_.size();

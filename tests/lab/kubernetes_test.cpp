@@ -1,14 +1,20 @@
-// The whole catalog on a mixed lab, from freshly started nodes in one apply,
-// as the README's demo runs it (an Ubuntu master, an Ubuntu and a Rocky GPU
-// worker, an NFS storage node): a green check and a second apply that sends
-// nothing prove the layers fit together. Then the Kubernetes steps
-// (playbooks/60-kubernetes.yaml) closer: kubeadm init on the master, flannel,
-// an apt worker (worker1) and a dnf worker (worker2) joined with tokens made
-// at run time, every node Ready, the GPU Operator advertising each worker's 8
-// GPUs. No bootstrap token may appear in what gpuctl prints, its run journal,
-// or any file it writes. Last, day 2: containerd stopped on both workers of
-// the running cluster is restarted with each worker drained on the master
-// first, one at a time, and uncordoned once verified.
+// The whole catalog on a mixed lab, from freshly started nodes, as the
+// README's demo runs it (an Ubuntu master, an Ubuntu and a Rocky GPU worker,
+// an NFS storage node): a green check and a second apply that sends nothing
+// prove the layers fit together. The first apply leaves worker2 out; it
+// joins the running cluster next, and the nodes already there change only
+// where the new one needs it (/etc/hosts, the master's known_hosts and
+// scrape targets, the wait for every node Ready), none drained or rebooted.
+// Then the Kubernetes steps (playbooks/60-kubernetes.yaml) closer: kubeadm
+// init on the master, flannel, an apt worker (worker1) and a dnf worker
+// (worker2) joined with tokens made at run time, every node Ready, the GPU
+// Operator advertising each worker's 8 GPUs. No bootstrap token may appear in
+// what gpuctl prints, its run journal, or any file it writes. `check --deep`
+// (playbooks/90-validate.yaml) reports a GPU pod, NCCL across both workers
+// and IB pairs within the inventory's thresholds. Last, day 2: containerd
+// stopped on both workers of the running cluster is restarted with each
+// worker drained on the master first, one at a time, and uncordoned once
+// verified; and an IB port taken down on worker2 fails the deep check.
 //
 // The inventory is air-gapped (policy.air_gapped, mirrors:): every script
 // gpuctl sends is traced (GPUCTL_TRACE_SCRIPTS) and none may name a URL whose
@@ -24,6 +30,7 @@
 #include <fmt/format.h>
 
 #include "support/lab_support.h"
+#include "support/membership.h"
 
 namespace gpuctl {
 namespace {
@@ -48,9 +55,10 @@ class KubernetesLabTest : public test::LabCase {
     return Trim(lab_->Ssh("master1", command).out);
   }
   // gpuctl on the air-gapped inventory, every script it sends traced.
-  Result Gpuctl(const std::string& args) const {
+  Result Gpuctl(const std::string& args) const { return GpuctlOn(args, inventory_); }
+  Result GpuctlOn(const std::string& args, const fs::path& inventory) const {
     return Shell("NO_COLOR=1 GPUCTL_TRACE_SCRIPTS=" + Quote(trace_.string()) + " " + GPUCTL_BINARY +
-                 " " + args + " " + Quote(inventory_.string()) + " 2>&1 </dev/null");
+                 " " + args + " " + Quote(inventory.string()) + " 2>&1 </dev/null");
   }
 
   // The lab's inventory as an air-gapped site writes it. When the lab's own
@@ -92,9 +100,15 @@ class KubernetesLabTest : public test::LabCase {
     } else {
       text += "policy:\n  air_gapped: true\n";
     }
+    // check --deep's thresholds: 2 nodes x 2 x 200 Gb/s IB.
+    text += "validation: {nccl_min_busbw_gbps: 40, ib_min_bw_gbps: 180}\n";
     ASSERT_TRUE(static_cast<bool>(std::ofstream(inventory_) << text)) << inventory_;
     const Result validate = Gpuctl("validate");
     ASSERT_EQ(validate.status, 0) << "the lab's inventory is not air-gapped:\n" << validate.out;
+    // The cluster as it was before worker2 was added.
+    before_ = runs_ / "before-worker2.yaml";
+    const Result without = test::WriteWithoutNode(inventory_.string(), before_.string(), "worker2");
+    ASSERT_EQ(without.status, 0) << without.out;
   }
 
   // "file: url" for each URL in a traced script whose host the inventory
@@ -173,11 +187,45 @@ class KubernetesLabTest : public test::LabCase {
 
   fs::path trace_;
   fs::path inventory_;
+  fs::path before_;  // inventory_ without worker2
 };
 
+double Figure(const std::string& out, const std::string& pattern) {
+  std::smatch m;
+  if (!std::regex_search(out, m, std::regex(pattern))) return -1;
+  return std::stod(m[1].str());
+}
+
 TEST_F(KubernetesLabTest, InitCniJoinReadyOperatorOnAptAndDnfWorkersThenNothingToDo) {
+  const Result bare = GpuctlOn("apply --yes --run-dir " + RunDir("before-worker2"), before_);
+  ASSERT_EQ(bare.status, 0) << bare.out;
+
+  // Adding worker2: the plan and the run touch the nodes already there only
+  // where the new one needs it. The operator's count of GPUs per node is
+  // known only once worker2 has joined.
+  const test::StepsByNode there = {
+      {"master1", {"os.hosts", "os.ssh-known-hosts", "k8s.nodes-ready", "monitor.prometheus"}},
+      {"worker1", {"os.hosts"}},
+      {"storage1", {"os.hosts"}},
+  };
+  const Result add_plan = Gpuctl("plan");
+  EXPECT_EQ(add_plan.status, 2) << add_plan.out;
+  test::StepsByNode planned = test::PlannedSteps(add_plan.out);
+  for (const auto& [node, steps] : there) {
+    std::set<std::string> want;
+    for (const std::string& step : steps) want.insert("~ " + step);
+    if (node == "master1") want.insert("? k8s.gpu-operator");
+    EXPECT_EQ(planned[node], want) << node << "\n" << add_plan.out;
+  }
+  EXPECT_EQ(add_plan.out.find("apply cannot fix"), std::string::npos) << add_plan.out;
+
   const Result apply = Gpuctl("apply --yes --run-dir " + RunDir("first"));
   ASSERT_EQ(apply.status, 0) << apply.out;
+  test::StepsByNode changed = test::ChangedSteps(RunDir("first"));
+  for (const auto& [node, steps] : there) {
+    EXPECT_EQ(changed[node], steps) << node;
+  }
+  EXPECT_EQ(test::DisruptedNodes(RunDir("first")), std::set<std::string>{"worker2"});
 
   // Air-gapped: every node's containerd pulls through the mirrors, and no
   // script named a host outside the inventory.
@@ -248,6 +296,7 @@ TEST_F(KubernetesLabTest, InitCniJoinReadyOperatorOnAptAndDnfWorkersThenNothingT
     ++seen;
     const std::string secret = token.substr(token.find('.') + 1);
     EXPECT_EQ(apply.out.find(secret), std::string::npos) << "a token secret in gpuctl's output";
+    EXPECT_EQ(bare.out.find(secret), std::string::npos) << "a token secret in gpuctl's output";
     EXPECT_NE(Shell("grep -rqF " + Quote(secret) + " " + Quote(runs_.string())).status, 0)
         << "a token secret in the run directory or the script trace";
     for (const char* node : {"master1", "worker1", "worker2"}) {
@@ -261,6 +310,27 @@ TEST_F(KubernetesLabTest, InitCniJoinReadyOperatorOnAptAndDnfWorkersThenNothingT
   const Result check = Gpuctl("check");
   EXPECT_EQ(check.status, 0) << check.out;
   EXPECT_NE(check.out.find(", 0 mismatches, 0 unreachable"), std::string::npos) << check.out;
+
+  // The deep checks on the converged cluster: a GPU pod, NCCL across both
+  // workers, an IB pair, each figure within the inventory's thresholds.
+  const Result deep = Gpuctl("check --deep");
+  EXPECT_EQ(deep.status, 0) << deep.out;
+  EXPECT_NE(deep.out.find("GPU pod on worker1: GPU 0: NVIDIA A100-SXM4-80GB"), std::string::npos)
+      << deep.out;
+  // 2 nodes x 2 x 200 Gb/s: 50 GB/s on the wire, ~93 % of it as busbw.
+  const double busbw = Figure(
+      deep.out, R"(all_reduce_perf 2 nodes x 8 GPUs: busbw ([0-9.]+) GB/s at 8G \(min 40\))");
+  EXPECT_GT(busbw, 40) << deep.out;
+  EXPECT_LT(busbw, 50) << deep.out;
+  const double ib =
+      Figure(deep.out, R"(ib_send_bw: worker1<->worker2 ([0-9.]+) Gb/s \(mlx5_[01]\) \(min 180\))");
+  EXPECT_GT(ib, 180) << deep.out;
+  EXPECT_LT(ib, 200) << deep.out;
+  // Nothing is left behind: the test pod is gone, no test process runs.
+  EXPECT_EQ(Master("kubectl get pods -o name"), "");
+  for (const char* w : {"worker1", "worker2"}) {
+    EXPECT_NE(lab_->Ssh(w, "pgrep -f 'ib_send_bw|all_reduce_perf'").status, 0) << w;
+  }
 
   const Result again = Gpuctl("apply --yes --run-dir " + RunDir("second"));
   EXPECT_EQ(again.status, 0) << again.out;
@@ -303,6 +373,22 @@ TEST_F(KubernetesLabTest, InitCniJoinReadyOperatorOnAptAndDnfWorkersThenNothingT
       "kubectl get nodes -o jsonpath='{range .items[*]}{.metadata.name}="
       "{.spec.unschedulable} {end}'");
   EXPECT_EQ(schedulable, "master1= worker1= worker2=") << "a node was left cordoned";
+
+  // An IB port down on worker2: NCCL runs at half the rate, below its
+  // minimum, and the IB pair over that port fails with the port's state.
+  ASSERT_EQ(Shell(lab_->Tool("fault worker2 ib-down=mlx5_1")).status, 0);
+  const Result bad = Gpuctl("check --deep");
+  EXPECT_NE(bad.status, 0) << bad.out;
+  const double half = Figure(
+      bad.out,
+      R"(all_reduce_perf 2 nodes x 8 GPUs: busbw ([0-9.]+) GB/s at 8G, below the minimum 40)");
+  EXPECT_NEAR(half, busbw / 2, busbw * 0.05) << bad.out;
+  EXPECT_NE(
+      bad.out.find("ib_send_bw worker1<->worker2 mlx5_1 failed on worker2: Port number 1 state is "
+                   "Down"),
+      std::string::npos)
+      << bad.out;
+  EXPECT_NE(bad.out.find("GPU pod on worker1"), std::string::npos) << bad.out;
 }
 
 }  // namespace

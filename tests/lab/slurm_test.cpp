@@ -1,13 +1,21 @@
 // The whole catalog on a Slurm lab with an apt worker and a dnf worker
 // (`--profile slurm`: worker1 Ubuntu with 8 A100, worker2 Rocky with 8 H100,
-// an NFS storage node), from freshly started nodes in one apply, as the
-// README's demo runs it: a green check and a second apply that sends nothing
-// prove the layers fit together. Then the Slurm steps (playbooks/70-slurm.yaml)
-// closer: the daemons are the real Slurm and MUNGE, so the test runs jobs in
-// each partition and across both workers; it rekeys MUNGE from the
-// environment and checks that no key ever shows in gpuctl's output or run
-// directory; and a change that reboots the workers drains each in turn.
+// an NFS storage node), from freshly started nodes, as the README's demo
+// runs it: a green check and a second apply that sends nothing prove the
+// layers fit together. The first apply leaves worker2 out; it is added to
+// the running cluster next, with a job running on worker1 all along: the
+// nodes already there change only where the new one needs it (/etc/hosts,
+// slurm.conf, the master's known_hosts and scrape targets), nothing reboots
+// or drains, and the job keeps running. Then the Slurm steps
+// (playbooks/70-slurm.yaml) closer: the daemons are the real Slurm and
+// MUNGE, so the test runs jobs in each partition and across both workers; it
+// rekeys MUNGE from the environment and checks that no key ever shows in
+// gpuctl's output or run directory; and a change that reboots the workers
+// drains each in turn. NFS rides along: the storage node's export shared by
+// both clients, the mounts back after the workers' reboots and the
+// server's, and a client outside an export's clients refused.
 #include <algorithm>
+#include <set>
 #include <utility>
 
 #include <gtest/gtest.h>
@@ -15,6 +23,7 @@
 #include <fmt/format.h>
 
 #include "support/lab_support.h"
+#include "support/membership.h"
 
 namespace gpuctl {
 namespace {
@@ -85,8 +94,50 @@ class SlurmLabTest : public ::testing::Test {
 };
 
 TEST_F(SlurmLabTest, AptAndDnfWorkersGoIdleWithGpusRunJobsAndKeepTheKeySecret) {
+  // The cluster before worker2 (and its partition, h100) was added.
+  const std::string before = (fs::path(lab_->Env("LAB_STATE")) / "before-worker2.yaml").string();
+  const Result without = test::WriteWithoutNode(Inventory(), before, "worker2");
+  ASSERT_EQ(without.status, 0) << without.out;
+  const Result bare = Gpuctl("apply --yes --run-dir " + RunDir("before-worker2"), before);
+  ASSERT_EQ(bare.status, 0) << bare.out;
+  EXPECT_TRUE(PollUntil(std::chrono::seconds(30), [&] { return Sinfo() == "worker1 idle gpu:8"; }))
+      << Sinfo();
+
+  // Adding worker2, with a job running on worker1 the whole time.
+  const Result running =
+      lab_->Ssh("master1", "sbatch --parsable -p a100 -w worker1 --wrap 'sleep 900'");
+  ASSERT_EQ(running.status, 0) << running.out;
+  const std::string running_id = Trim(running.out);
+  const auto job_state = [&] {
+    return Trim(lab_->Ssh("master1", "squeue -h -j " + running_id + " -o %T").out);
+  };
+  EXPECT_TRUE(PollUntil(std::chrono::seconds(30), [&] { return job_state() == "RUNNING"; }));
+  const test::StepsByNode there = {
+      {"master1",
+       {"os.hosts", "os.ssh-known-hosts", "slurm.config", "slurm.ready", "monitor.prometheus"}},
+      {"worker1", {"os.hosts", "slurm.config"}},
+      {"storage1", {"os.hosts"}},
+  };
+  const Result add_plan = Gpuctl("plan", Inventory());
+  EXPECT_EQ(add_plan.status, 2) << add_plan.out;
+  test::StepsByNode planned = test::PlannedSteps(add_plan.out);
+  for (const auto& [node, steps] : there) {
+    std::set<std::string> want;
+    for (const std::string& step : steps) want.insert("~ " + step);
+    EXPECT_EQ(planned[node], want) << node << "\n" << add_plan.out;
+  }
+  EXPECT_EQ(add_plan.out.find("apply cannot fix"), std::string::npos) << add_plan.out;
+
   const Result apply = Gpuctl("apply --yes --run-dir " + RunDir("first"), Inventory());
   ASSERT_EQ(apply.status, 0) << apply.out;
+  test::StepsByNode changed = test::ChangedSteps(RunDir("first"));
+  for (const auto& [node, steps] : there) {
+    EXPECT_EQ(changed[node], steps) << node;
+  }
+  EXPECT_EQ(test::DisruptedNodes(RunDir("first")), std::set<std::string>{"worker2"});
+  // slurmctld and slurmd restarted on the new slurm.conf; the job did not notice.
+  EXPECT_EQ(job_state(), "RUNNING");
+  EXPECT_EQ(lab_->Ssh("master1", "scancel " + running_id).status, 0);
 
   // Both workers registered, idle, with their GPUs as gres.
   const std::string want = "worker1 idle gpu:8\nworker2 idle gpu:8";
@@ -139,6 +190,7 @@ TEST_F(SlurmLabTest, AptAndDnfWorkersGoIdleWithGpusRunJobsAndKeepTheKeySecret) {
     EXPECT_EQ(Trim(lab_->Ssh(node, "stat -c '%U %a' /etc/munge/munge.key").out), "munge 400");
     EXPECT_EQ(Trim(lab_->Ssh(node, "id -u slurm").out), "64030");
   }
+  EXPECT_FALSE(Leaks(key, bare, RunDir("before-worker2")));
   EXPECT_FALSE(Leaks(key, apply, RunDir("first")));
 
   const Result again = Gpuctl("apply --yes --run-dir " + RunDir("second"), Inventory());
@@ -147,6 +199,31 @@ TEST_F(SlurmLabTest, AptAndDnfWorkersGoIdleWithGpusRunJobsAndKeepTheKeySecret) {
   const Result check = Gpuctl("check", Inventory());
   EXPECT_EQ(check.status, 0) << check.out;
   EXPECT_NE(check.out.find(", 0 mismatches, 0 unreachable"), std::string::npos) << check.out;
+
+  // NFS (playbooks/50-storage.yaml; the lab simulates the transport,
+  // docs/lab.md): the real exportfs lists the export for the lab's subnet
+  // only, each client has the fstab line and the mount, and a file written
+  // through the Ubuntu client is read through the Rocky one, and back.
+  const std::string exports = lab_->Ssh("storage1", "exportfs -v").out;
+  EXPECT_NE(exports.find("/data/shared"), std::string::npos) << exports;
+  EXPECT_NE(exports.find(lab_->Env("LAB_SUBNET")), std::string::npos)
+      << exports << " (subnet " << lab_->Env("LAB_SUBNET") << ")";
+  EXPECT_EQ(Trim(lab_->Ssh("storage1", "systemctl is-active nfs-server").out), "active");
+  const std::string fstab_line =
+      lab_->Node("storage1").address + ":/data/shared /data/shared nfs rw,hard,nfsvers=4.1 0 0";
+  for (const std::string& node : kSlurmNodes) {
+    SCOPED_TRACE(node);
+    EXPECT_EQ(Trim(lab_->Ssh(node, "grep -cxF " + Quote(fstab_line) + " /etc/fstab").out), "1");
+    EXPECT_EQ(lab_->Ssh(node, "findmnt -n -M /data/shared").status, 0);
+  }
+  const std::string token = fmt::format("token-{}", getpid());
+  ASSERT_EQ(lab_->Ssh("worker1", "echo " + token + "-w1 > /data/shared/from-worker1").status, 0);
+  EXPECT_EQ(Trim(lab_->Ssh("worker2", "cat /data/shared/from-worker1").out), token + "-w1");
+  ASSERT_EQ(lab_->Ssh("worker2", "echo " + token + "-w2 > /data/shared/from-worker2").status, 0);
+  EXPECT_EQ(Trim(lab_->Ssh("worker1", "cat /data/shared/from-worker2").out), token + "-w2");
+  EXPECT_EQ(
+      Trim(lab_->Ssh("storage1", "cat /data/shared/from-worker1 /data/shared/from-worker2").out),
+      token + "-w1\n" + token + "-w2");
 
   // A Slurm series the repositories do not carry: plan names the installed
   // packages on both OS families, apply stops at the install and leaves the
@@ -231,6 +308,32 @@ TEST_F(SlurmLabTest, AptAndDnfWorkersGoIdleWithGpusRunJobsAndKeepTheKeySecret) {
   EXPECT_LT(first_resume, second_drain) << rolled.out;
   EXPECT_NE(Trim(lab_->Ssh("worker1", "cat /root/job-done").out), "") << "the job did not end";
   EXPECT_TRUE(PollUntil(std::chrono::seconds(60), [&] { return Sinfo() == want; })) << Sinfo();
+
+  // The workers' NFS mounts came back from fstab after their reboots, with
+  // the data; and after the server's own reboot.
+  EXPECT_EQ(Trim(lab_->Ssh("worker1", "cat /data/shared/from-worker2").out), token + "-w2");
+  EXPECT_EQ(Trim(lab_->Ssh("worker2", "cat /data/shared/from-worker1").out), token + "-w1");
+  ASSERT_EQ(Shell(lab_->Tool("reboot storage1 --wait") + " >/dev/null 2>&1").status, 0);
+  EXPECT_TRUE(PollUntil(std::chrono::seconds(30), [&] {
+    return Trim(lab_->Ssh("worker2", "cat /data/shared/from-worker1 2>/dev/null").out) ==
+           token + "-w1";
+  }));
+  // An export whose clients exclude the lab: the server refuses the mount.
+  // The admin's line stays beside gpuctl's block, and check is still green.
+  ASSERT_EQ(lab_->Ssh("storage1",
+                      "mkdir -p /data/private && echo '/data/private 192.0.2.1/32(rw)' >> "
+                      "/etc/exports && exportfs -ra && systemctl reload nfs-server")
+                .status,
+            0);
+  const Result denied = lab_->Ssh("worker1",
+                                  "mkdir -p /mnt/private && mount -t nfs storage1:/data/private "
+                                  "/mnt/private 2>&1");
+  EXPECT_NE(denied.status, 0);
+  EXPECT_NE(denied.out.find("access denied by server"), std::string::npos) << denied.out;
+  EXPECT_NE(lab_->Ssh("worker1", "findmnt -n -M /mnt/private").status, 0);
+  const Result last_check = Gpuctl("check", rekeyed, env);
+  EXPECT_EQ(last_check.status, 0) << last_check.out;
+  EXPECT_EQ(Trim(lab_->Ssh("storage1", "grep -c '^/data/private ' /etc/exports").out), "1");
 }
 
 }  // namespace

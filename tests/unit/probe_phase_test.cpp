@@ -49,6 +49,20 @@ TEST_F(ProbePhaseTest, MapsProbeExitStatusToItemState) {
   EXPECT_EQ(plan.Find("worker2", "gpu.driver")->state, ItemState::kKnownAfterApply);
 }
 
+// A verification that fails (exit 4) is "apply cannot fix" only when
+// nothing it waits for is still to change.
+TEST_F(ProbePhaseTest, AFailingVerdictAfterPendingWorkIsKnownAfterApply) {
+  transport.When("worker1", "probe os.sysctl", kProbeNeedsChange);
+  transport.When("worker2", "probe os.sysctl", kProbeSatisfied);
+  transport.When("*", "probe gpu.driver", kProbeAttention, "no GPU on the bus\n");
+  const Plan plan = RunPlan();
+  const PlanItem* waiting = plan.Find("worker1", "gpu.driver");
+  EXPECT_EQ(waiting->state, ItemState::kKnownAfterApply);
+  EXPECT_EQ(waiting->observed, "after os.sysctl on worker1: no GPU on the bus");
+  EXPECT_EQ(plan.Find("worker2", "gpu.driver")->state, ItemState::kNeedsAttention);
+  EXPECT_EQ(plan.Summarize().attention, 1U);
+}
+
 TEST_F(ProbePhaseTest, AnUnexpectedExitStatusIsAProbeFailureWithStderr) {
   transport.AddHandler(
       [](const std::string& node, const Command& c) -> std::optional<CommandResult> {

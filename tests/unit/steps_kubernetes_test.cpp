@@ -249,6 +249,25 @@ TEST_F(GpuOperatorTest, VerifyNamesTheFirstNodeThatDiffers) {
   EXPECT_EQ(run.out, "node worker2 is not in the cluster (want nvidia.com/gpu 8)\n");
 }
 
+// A plan probes this verification before a new worker joins: waiting would
+// not bring the node, so it answers at once (a plan used to stall 90 s).
+TEST_F(GpuOperatorTest, VerifyDoesNotWaitForANodeThatIsNotInTheCluster) {
+  StepHarness h(Inventory());
+  const std::string slept = (h.dir() / "slept").string();
+  h.Stub("sleep", "echo \"$1\" >>'" + slept + "'");
+  h.StubFixture("kubectl", "kubectl/gpu-worker2-missing.txt");
+  auto run = h.Verify("k8s.gpu-operator", "master1");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.out, "node worker2 is not in the cluster (want nvidia.com/gpu 8)\n");
+  EXPECT_FALSE(std::filesystem::exists(slept));
+  // A node that is there but has no GPUs yet is waited for (the device
+  // plugin starts some seconds after its pod).
+  h.StubFixture("kubectl", "kubectl/gpu-worker2-no-gpu.txt");
+  run = h.Verify("k8s.gpu-operator", "master1");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_TRUE(std::filesystem::exists(slept));
+}
+
 TEST_F(GpuOperatorTest, VerifyComparesWithTheInventorysCount) {
   StepHarness h(Inventory(4));
   NoSleep(h);

@@ -98,6 +98,13 @@ class Plan {
   // Marks every item of a node that cannot be worked on (no connection, or
   // not the OS the inventory says) as unreachable, with the reason.
   void MarkUnreachable(const std::string& node, const std::string& reason);
+  // After probing: an item whose probe passed but whose verification failed
+  // (kNeedsAttention) while something it waits for, on its node or another,
+  // is still to change, is kKnownAfterApply instead: the verification may
+  // only be failing for want of that change (a worker not joined yet, so
+  // the GPU Operator cannot count its GPUs). apply probes it again once what
+  // it waits for has run. Returns the ids of the items it moved.
+  std::vector<std::size_t> DeferVerdictsOnPendingWork();
   [[nodiscard]] const std::vector<std::string>& nodes() const { return nodes_; }
   [[nodiscard]] PlanSummary Summarize() const;
 

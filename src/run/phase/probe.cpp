@@ -1,6 +1,8 @@
 // Probe and check: what is true on each node, read-only by construction: these
 // phases only hold a Prober, which cannot reach a step's change scripts. Probe
 // runs each step's probe (plan, apply); check runs its verification (check).
+// A probe that passes with a failing verification is "apply cannot fix",
+// unless what it waits for is still to change (Plan::DeferVerdictsOnPendingWork).
 // A node's items go in one batched command (probe_batch.h).
 #include "gpuctl/run/phase.h"
 #include "gpuctl/run/prober.h"
@@ -20,6 +22,13 @@ class ProbePhase : public Phase {
     const auto nodes = context.HealthyNodes();
     ParallelEach(nodes.size(), context.options.concurrency,
                  [&](std::size_t i) { ProbeNode(context, *nodes[i]); });
+    if (activity_ == Activity::kProbe) {
+      // Only now is every node's part known: a verification that fails on
+      // one node may wait for a change on another.
+      for (const std::size_t id : context.plan.DeferVerdictsOnPendingWork()) {
+        context.reporter.ItemUpdated(context.plan.items()[id]);
+      }
+    }
   }
 
  private:

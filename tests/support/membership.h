@@ -1,0 +1,96 @@
+// Shared by the lab tests that add a node to a converged cluster: the
+// inventory as it was before the node came, and what a plan and a run did to
+// each node, so a test can say that the nodes already there were touched
+// only where the new one needs them.
+#pragma once
+
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "support/lab_support.h"
+
+namespace gpuctl::test {
+
+// node -> steps
+using StepsByNode = std::map<std::string, std::set<std::string>>;
+
+// Writes `inventory` without the node `name` to `out`, and without the Slurm
+// partitions that named only it; partitions that named it beside others
+// lose it. python3-yaml, as the lab itself reads and writes YAML.
+inline Result WriteWithoutNode(const std::string& inventory, const std::string& out,
+                               const std::string& name) {
+  static constexpr const char* kScript = R"PY(
+import sys, yaml
+source, target, name = sys.argv[1:4]
+with open(source) as f:
+    doc = yaml.safe_load(f)
+doc["nodes"] = [n for n in doc["nodes"] if n["name"] != name]
+slurm = doc.get("slurm") or {}
+kept = []
+for p in slurm.get("partitions", []):
+    if "nodes" in p and name in p["nodes"]:
+        p["nodes"] = [n for n in p["nodes"] if n != name]
+        if not p["nodes"]:
+            continue
+    kept.append(p)
+if "partitions" in slurm:
+    slurm["partitions"] = kept
+with open(target, "w") as f:
+    yaml.safe_dump(doc, f, sort_keys=False)
+)PY";
+  return Shell("python3 -c " + Quote(kScript) + " " + Quote(inventory) + " " + Quote(out) + " " +
+               Quote(name) + " 2>&1");
+}
+
+// What `gpuctl plan` (NO_COLOR) says it would do: "~" (will change), "?"
+// (known after apply) and "!" (apply cannot fix) lines, each as "~ step",
+// under the node whose heading they follow.
+inline StepsByNode PlannedSteps(const std::string& plan_out) {
+  static const std::regex kHeading(R"(^(\S+)  \S+  \S+  \[.*\]$)");
+  static const std::regex kItem(R"(^  ([~?!]) (\S+) )");
+  StepsByNode planned;
+  std::string node;
+  std::istringstream in(plan_out);
+  std::smatch m;
+  for (std::string line; std::getline(in, line);) {
+    if (std::regex_match(line, m, kHeading)) {
+      node = m[1].str();
+      planned[node];
+    } else if (!node.empty() && std::regex_search(line, m, kItem)) {
+      planned[node].insert(m[1].str() + " " + m[2].str());
+    }
+  }
+  return planned;
+}
+
+// The steps whose change a run started on each node, from its journal.
+inline StepsByNode ChangedSteps(const std::string& run_dir) {
+  StepsByNode changed;
+  std::ifstream in(fs::path(run_dir) / "journal.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    const auto e = nlohmann::json::parse(line, nullptr, false);
+    if (!e.is_discarded() && e.value("event", "") == "start" &&
+        e.value("activity", "") == "change") {
+      changed[e.value("node", "")].insert(e.value("step", ""));
+    }
+  }
+  return changed;
+}
+
+// The nodes a run rebooted or drained, from its journal's notes.
+inline std::set<std::string> DisruptedNodes(const std::string& run_dir) {
+  std::set<std::string> nodes;
+  std::ifstream in(fs::path(run_dir) / "journal.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    const auto e = nlohmann::json::parse(line, nullptr, false);
+    if (e.is_discarded() || e.value("event", "") != "note") continue;
+    const std::string message = e.value("message", "");
+    if (message == "rebooting" || message == "drained") nodes.insert(e.value("node", ""));
+  }
+  return nodes;
+}
+
+}  // namespace gpuctl::test
