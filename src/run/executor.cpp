@@ -54,14 +54,46 @@ SchedulerLimits LimitsFor(const RunContext& context, const ApplyOptions& options
   return limits;
 }
 
+}  // namespace
+
 std::vector<ScheduledItem> ScheduledItems(const Plan& plan) {
+  const std::vector<PlanItem>& plan_items = plan.items();
+  // For each item found done, the items not done that it stands on, seen
+  // through other done ones (computed once each; a plan is a DAG).
+  std::vector<std::vector<std::size_t>> frontier(plan_items.size());
+  std::vector<bool> known(plan_items.size(), false);
+  const auto frontier_of = [&](auto& self, std::size_t id) -> const std::vector<std::size_t>& {
+    if (!known[id]) {
+      std::vector<std::size_t> found;
+      for (const std::size_t dep : plan_items[id].after) {
+        if (!IsDone(plan_items[dep].state)) {
+          found.push_back(dep);
+        } else {
+          const std::vector<std::size_t>& further = self(self, dep);
+          found.insert(found.end(), further.begin(), further.end());
+        }
+      }
+      std::sort(found.begin(), found.end());
+      found.erase(std::unique(found.begin(), found.end()), found.end());
+      frontier[id] = std::move(found);
+      known[id] = true;
+    }
+    return frontier[id];
+  };
   std::vector<ScheduledItem> items;
-  items.reserve(plan.items().size());
-  for (const PlanItem& item : plan.items()) {
-    items.push_back({item.node, item.after, ProgressOf(item.state)});
+  items.reserve(plan_items.size());
+  for (const PlanItem& item : plan_items) {
+    const Progress progress = ProgressOf(item.state);
+    if (progress != Progress::kWaiting) {
+      items.push_back({item.node, {}, progress});
+      continue;
+    }
+    items.push_back({item.node, frontier_of(frontier_of, item.id), progress});
   }
   return items;
 }
+
+namespace {
 
 // Nodes that dropped out before apply (their lock was held, say): no walker
 // will finish or block their items.

@@ -12,9 +12,10 @@
 // what gpuctl prints, its run journal, or any file it writes. `check --deep`
 // (playbooks/90-validate.yaml) reports a GPU pod, NCCL across both workers
 // and IB pairs within the inventory's thresholds. Last, day 2: containerd
-// stopped on both workers of the running cluster is restarted with each
-// worker drained on the master first, one at a time, and uncordoned once
-// verified; and an IB port taken down on worker2 fails the deep check.
+// stopped on both workers of the running cluster and the driver branch
+// moved from 550 to 570, with each worker drained on the master first, one
+// at a time, and uncordoned once verified; and an IB port taken down on
+// worker2 fails the deep check.
 //
 // The inventory is air-gapped (policy.air_gapped, mirrors:): every script
 // gpuctl sends is traced (GPUCTL_TRACE_SCRIPTS) and none may name a URL whose
@@ -29,8 +30,8 @@
 
 #include <fmt/format.h>
 
+#include "support/day2.h"
 #include "support/lab_support.h"
-#include "support/membership.h"
 
 namespace gpuctl {
 namespace {
@@ -356,16 +357,24 @@ TEST_F(KubernetesLabTest, InitCniJoinReadyOperatorOnAptAndDnfWorkersThenNothingT
     ADD_FAILURE() << "a script names a host outside the inventory's mirrors: " << url;
   }
 
-  // Day 2: containerd stopped on both workers of the running cluster. The
-  // plan says the change restarts it; apply drains each worker on the
-  // master before, one at a time, and uncordons it once verified.
+  // Day 2: containerd stopped on both workers of the running cluster, and
+  // the driver branch moved from 550 to 570 (issue 16, item 5). The plan
+  // says the changes restart containerd and reboot; apply drains each worker
+  // on the master before, one at a time, and uncordons it once verified.
   for (const char* node : {"worker1", "worker2"}) {
     ASSERT_EQ(lab_->Ssh(node, "systemctl stop containerd").status, 0) << node;
   }
-  const Result disrupt_plan = Gpuctl("plan");
+  const fs::path branch570 = runs_ / "branch-570.yaml";
+  const Result edited =
+      test::WriteWithVersion(inventory_.string(), branch570.string(), "driver_branch", "570");
+  ASSERT_EQ(edited.status, 0) << edited.out;
+  const Result disrupt_plan = GpuctlOn("plan", branch570);
   EXPECT_NE(disrupt_plan.out.find("containers.containerd"), std::string::npos) << disrupt_plan.out;
   EXPECT_NE(disrupt_plan.out.find("[restarts containerd]"), std::string::npos) << disrupt_plan.out;
-  const Result rolling = Gpuctl("apply --yes --run-dir " + RunDir("rolling"));
+  EXPECT_NE(disrupt_plan.out.find("gpu.driver                     will change [reboots]"),
+            std::string::npos)
+      << disrupt_plan.out;
+  const Result rolling = GpuctlOn("apply --yes --run-dir " + RunDir("rolling"), branch570);
   ASSERT_EQ(rolling.status, 0) << rolling.out;
   ExpectRollingDrains(RunDir("rolling"), {"worker1", "worker2"});
   // (Master() trims the output's trailing space.)
@@ -373,11 +382,23 @@ TEST_F(KubernetesLabTest, InitCniJoinReadyOperatorOnAptAndDnfWorkersThenNothingT
       "kubectl get nodes -o jsonpath='{range .items[*]}{.metadata.name}="
       "{.spec.unschedulable} {end}'");
   EXPECT_EQ(schedulable, "master1= worker1= worker2=") << "a node was left cordoned";
+  // The new branch on both families, none of the old one left, and the
+  // GPU Operator still counts eight GPUs on each worker.
+  for (const char* node : {"worker1", "worker2"}) {
+    SCOPED_TRACE(node);
+    EXPECT_EQ(test::LoadedDriver(*lab_, node), "570.86.15");
+    EXPECT_EQ(test::PackagesOfBranch(*lab_, node, "550"), "");
+    EXPECT_TRUE(test::PollUntil(std::chrono::seconds(60), [&] {
+      return Master(fmt::format("kubectl get node {} "
+                                "-o jsonpath='{{.status.allocatable.nvidia\\.com/gpu}}'",
+                                node)) == "8";
+    }));
+  }
 
   // An IB port down on worker2: NCCL runs at half the rate, below its
   // minimum, and the IB pair over that port fails with the port's state.
   ASSERT_EQ(Shell(lab_->Tool("fault worker2 ib-down=mlx5_1")).status, 0);
-  const Result bad = Gpuctl("check --deep");
+  const Result bad = GpuctlOn("check --deep", branch570);
   EXPECT_NE(bad.status, 0) << bad.out;
   const double half = Figure(
       bad.out,

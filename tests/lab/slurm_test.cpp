@@ -10,8 +10,8 @@
 // (playbooks/70-slurm.yaml) closer: the daemons are the real Slurm and
 // MUNGE, so the test runs jobs in each partition and across both workers; it
 // rekeys MUNGE from the environment and checks that no key ever shows in
-// gpuctl's output or run directory; and a change that reboots the workers
-// drains each in turn. NFS rides along: the storage node's export shared by
+// gpuctl's output or run directory; and a driver branch migration, which
+// reboots the workers, drains each in turn. NFS rides along: the storage node's export shared by
 // both clients, the mounts back after the workers' reboots and the
 // server's, and a client outside an export's clients refused.
 #include <algorithm>
@@ -22,8 +22,8 @@
 
 #include <fmt/format.h>
 
+#include "support/day2.h"
 #include "support/lab_support.h"
-#include "support/membership.h"
 
 namespace gpuctl {
 namespace {
@@ -268,15 +268,16 @@ TEST_F(SlurmLabTest, AptAndDnfWorkersGoIdleWithGpusRunJobsAndKeepTheKeySecret) {
   const Result settled = Gpuctl("apply --yes --run-dir " + RunDir("settled"), rekeyed, env);
   EXPECT_EQ(ChangesIn(RunDir("settled")), 0) << settled.out;
 
-  // Day 2: a change that reboots running members (the nouveau blacklist,
-  // which slurm.gres pulled in through the driver, removed by hand on both
-  // workers) while a job runs on worker1. Each
-  // worker is drained on the controller in turn, worker1 only once its job
-  // ended on its own; rebooted; resumed. The job writes to the node's disk
-  // when it ends, so a reboot under it would leave no file.
-  for (const char* node : {"worker1", "worker2"}) {
-    ASSERT_EQ(lab_->Ssh(node, "rm /etc/modprobe.d/blacklist-nouveau.conf").status, 0) << node;
-  }
+  // Day 2: a driver branch migration (550 to 570) on the running cluster,
+  // while a job runs on worker1 (issue 16, item 5). The driver's change
+  // reboots, so each worker is drained on the controller in turn, worker1
+  // only once its job ended on its own; the old branch removed, the new one
+  // installed and held; rebooted; resumed once its probes are green. The
+  // job writes to the node's disk when it ends, so a reboot under it would
+  // leave no file.
+  const std::string branch570 = (fs::path(lab_->Env("LAB_STATE")) / "branch-570.yaml").string();
+  const Result edited = test::WriteWithVersion(rekeyed, branch570, "driver_branch", "570");
+  ASSERT_EQ(edited.status, 0) << edited.out;
   const Result job_id = lab_->Ssh(
       "master1", "sbatch --parsable -p all -w worker1 --wrap 'sleep 20; date +%s >/root/job-done'");
   ASSERT_EQ(job_id.status, 0) << job_id.out;
@@ -284,8 +285,7 @@ TEST_F(SlurmLabTest, AptAndDnfWorkersGoIdleWithGpusRunJobsAndKeepTheKeySecret) {
     return Trim(lab_->Ssh("master1", "squeue -h -w worker1 -t RUNNING -o %i").out) ==
            Trim(job_id.out);
   }));
-  const Result rolled = Gpuctl("apply --yes --run-dir " + RunDir("rolling"), rekeyed,
-                               env + " GPUCTL_ONLY=gpu.nouveau-blacklist");
+  const Result rolled = Gpuctl("apply --yes --run-dir " + RunDir("rolling"), branch570, env);
   ASSERT_EQ(rolled.status, 0) << rolled.out;
   for (const char* node : {"worker1", "worker2"}) {
     SCOPED_TRACE(node);
@@ -308,6 +308,21 @@ TEST_F(SlurmLabTest, AptAndDnfWorkersGoIdleWithGpusRunJobsAndKeepTheKeySecret) {
   EXPECT_LT(first_resume, second_drain) << rolled.out;
   EXPECT_NE(Trim(lab_->Ssh("worker1", "cat /root/job-done").out), "") << "the job did not end";
   EXPECT_TRUE(PollUntil(std::chrono::seconds(60), [&] { return Sinfo() == want; })) << Sinfo();
+  // Branch 570 loaded on both families, nothing of 550 left installed or
+  // held, and Slurm still hands out all eight GPUs of each.
+  for (const char* node : {"worker1", "worker2"}) {
+    SCOPED_TRACE(node);
+    EXPECT_EQ(test::LoadedDriver(*lab_, node), "570.86.15");
+    EXPECT_EQ(test::PackagesOfBranch(*lab_, node, "550"), "");
+  }
+  EXPECT_EQ(Trim(lab_->Ssh("worker1", "apt-mark showhold | grep -c 550 || true").out), "0");
+  EXPECT_EQ(Trim(lab_->Ssh("worker2", "rpm -q --qf '%{VERSION}' cuda-drivers").out), "570.86.15");
+  for (const auto& [partition, node] :
+       {std::pair{"a100", "worker1"}, std::pair{"h100", "worker2"}}) {
+    const Result gpus = lab_->Ssh(
+        "master1", std::string("timeout 120 srun -p ") + partition + " --gres=gpu:8 hostname");
+    EXPECT_EQ(Trim(gpus.out), node) << partition;
+  }
 
   // The workers' NFS mounts came back from fstab after their reboots, with
   // the data; and after the server's own reboot.
@@ -331,7 +346,7 @@ TEST_F(SlurmLabTest, AptAndDnfWorkersGoIdleWithGpusRunJobsAndKeepTheKeySecret) {
   EXPECT_NE(denied.status, 0);
   EXPECT_NE(denied.out.find("access denied by server"), std::string::npos) << denied.out;
   EXPECT_NE(lab_->Ssh("worker1", "findmnt -n -M /mnt/private").status, 0);
-  const Result last_check = Gpuctl("check", rekeyed, env);
+  const Result last_check = Gpuctl("check", branch570, env);
   EXPECT_EQ(last_check.status, 0) << last_check.out;
   EXPECT_EQ(Trim(lab_->Ssh("storage1", "grep -c '^/data/private ' /etc/exports").out), "1");
 }

@@ -547,3 +547,47 @@ TEST(ParseBatch, CountsAndPercentages) {
 
 }  // namespace
 }  // namespace gpuctl
+
+namespace gpuctl {
+namespace {
+
+// The master waits for every node Ready after the workers' joins. A join
+// found done does not let it start while containerd under that join is
+// still to restart (a lab apply timed out waiting for Ready that way).
+TEST(ScheduledItems, ADoneItemPassesOnWhatItStandsOn) {
+  const Inventory inventory = testing::MakeInventory({testing::MakeNode("master1", Role::kMaster),
+                                                      testing::MakeNode("worker1", Role::kWorker),
+                                                      testing::MakeNode("worker2", Role::kWorker)});
+  const Catalog catalog = Catalog::FromSteps({
+      testing::MakeStep("containers.containerd", {Role::kMaster, Role::kWorker}),
+      testing::MakeStep("k8s.join", {Role::kWorker}, {testing::SameNode("containers.containerd")}),
+      testing::MakeStep(
+          "k8s.nodes-ready", {Role::kMaster},
+          {testing::SameNode("containers.containerd"), testing::OnRole("k8s.join", Role::kWorker)}),
+  });
+  Plan plan = Plan::Build(inventory, catalog);
+  for (auto& item : plan.items()) item.state = ItemState::kSatisfied;
+  const std::size_t containerd1 = plan.Find("worker1", "containers.containerd")->id;
+  const std::size_t join2 = plan.Find("worker2", "k8s.join")->id;
+  const std::size_t ready = plan.Find("master1", "k8s.nodes-ready")->id;
+  plan.items()[containerd1].state = ItemState::kNeedsChange;
+  plan.items()[join2].state = ItemState::kKnownAfterApply;
+  plan.items()[ready].state = ItemState::kNeedsChange;
+
+  const std::vector<ScheduledItem> items = ScheduledItems(plan);
+  // worker1's join is done: in its place, worker1's containerd. worker2's
+  // join is still to run itself. master1's own containerd is done and
+  // stands on nothing.
+  EXPECT_EQ(items[ready].after, (std::vector<std::size_t>{containerd1, join2}));
+  EXPECT_EQ(items[ready].progress, Progress::kWaiting);
+  const std::size_t join1 = plan.Find("worker1", "k8s.join")->id;
+  EXPECT_EQ(items[join1].progress, Progress::kDone);
+  EXPECT_TRUE(items[join1].after.empty());
+
+  // With nothing still to run under them, done items add nothing.
+  plan.items()[containerd1].state = ItemState::kSatisfied;
+  EXPECT_EQ(ScheduledItems(plan)[ready].after, std::vector<std::size_t>{join2});
+}
+
+}  // namespace
+}  // namespace gpuctl

@@ -64,6 +64,14 @@ std::string Duration(std::chrono::seconds d);
 // Throws std::invalid_argument on anything else.
 std::size_t ParseBatch(const std::string& text, std::size_t nodes);
 
+// The plan as the scheduler sees it. An item still to run waits for the
+// items it depends on that are still to run, and, in place of each one
+// found already true, for what that one stands on in turn: a step found
+// true stays true only while what it stands on does not change. (The
+// master's wait for every node Ready depends on each worker's join, found
+// done, but must still wait for a containerd restart under that join.)
+std::vector<ScheduledItem> ScheduledItems(const Plan& plan);
+
 class Executor {
  public:
   Executor(RunContext& context, ApplyOptions options);

@@ -1,7 +1,7 @@
-// Shared by the lab tests that add a node to a converged cluster: the
-// inventory as it was before the node came, and what a plan and a run did to
-// each node, so a test can say that the nodes already there were touched
-// only where the new one needs them.
+// Shared by the lab tests of day-2 changes (docs/day2.md): inventories
+// changed as an admin changes them (a node added, a version moved), and
+// what a plan and a run did to each node, so a test can say that the nodes
+// already there were touched only where the change needs them.
 #pragma once
 
 #include <map>
@@ -43,6 +43,40 @@ with open(target, "w") as f:
 )PY";
   return Shell("python3 -c " + Quote(kScript) + " " + Quote(inventory) + " " + Quote(out) + " " +
                Quote(name) + " 2>&1");
+}
+
+// Writes `inventory` with versions.KEY set to `value` (quoted, as a version
+// is written) to `out`.
+inline Result WriteWithVersion(const std::string& inventory, const std::string& out,
+                               const std::string& key, const std::string& value) {
+  static constexpr const char* kScript = R"PY(
+import sys, yaml
+source, target, key, value = sys.argv[1:5]
+with open(source) as f:
+    doc = yaml.safe_load(f)
+doc.setdefault("versions", {})[key] = value
+with open(target, "w") as f:
+    yaml.safe_dump(doc, f, sort_keys=False, default_style=None)
+)PY";
+  return Shell("python3 -c " + Quote(kScript) + " " + Quote(inventory) + " " + Quote(out) + " " +
+               Quote(key) + " " + Quote(value) + " 2>&1");
+}
+
+// The driver release every GPU of `node` reports (one line when they agree).
+inline std::string LoadedDriver(const Lab& lab, const std::string& node) {
+  return Trim(
+      lab.Ssh(node, "nvidia-smi --query-gpu=driver_version --format=csv,noheader | sort -u").out);
+}
+
+// The packages of driver branch `branch` (digits) installed on `node`, on
+// either family: apt's nvidia-driver-550 and its kin, rpm's 550.x releases.
+// Empty once a move to another branch left nothing behind.
+inline std::string PackagesOfBranch(const Lab& lab, const std::string& node,
+                                    const std::string& branch) {
+  return Trim(lab.Ssh(node, "{ dpkg -l 2>/dev/null | awk '$1 ~ /^.i/ && $2 ~ /-" + branch +
+                                "$/ { print $2 }'; rpm -qa 2>/dev/null | grep -F -- '-" + branch +
+                                ".'; } | sort")
+                  .out);
 }
 
 // What `gpuctl plan` (NO_COLOR) says it would do: "~" (will change), "?"
