@@ -746,6 +746,21 @@ set_gpuctl_block() {
   rm -f "$_sbb"
 }
 
+# drop_gpuctl_block FILE: removes gpuctl's block, markers and all, from
+# FILE (every other line kept, through gpuctl_put); nothing to do when FILE
+# has none. Exits the script when FILE's markers do not pair up.
+drop_gpuctl_block() {
+  if ! gpuctl_block "$1" >/dev/null; then
+    gpuctl_fail "$1 has unmatched '# BEGIN gpuctl' / '# END gpuctl' lines; fix them by hand"
+  fi
+  [ -f "$1" ] && grep -qx '# BEGIN gpuctl' "$1" || return 0
+  edit_file "$1" awk '
+    /^# BEGIN gpuctl$/ { skip = 1; next }
+    skip && /^# END gpuctl$/ { skip = 0; next }
+    !skip { print }
+  '
+}
+
 # firewall_ports: the ports this node opens to any source, one "PORT/PROTO"
 # or "FIRST:LAST/PROTO" per word: SSH, and with Kubernetes the API server
 # (master) and NodePorts (workers). Everything else the cluster needs (etcd,

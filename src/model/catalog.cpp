@@ -56,6 +56,8 @@ bool Holds(StepCondition condition, const Node& node, const Inventory& inv) {
       return node.GpuCount() > 0 || !node.hardware.ib.empty();
     case StepCondition::kHoldKernel:
       return inv.policy.hold_kernel && Holds(StepCondition::kKernelModules, node, inv);
+    case StepCondition::kLeavingNodes:
+      return inv.HasLeavingNodes();
   }
   return false;
 }
@@ -70,9 +72,9 @@ void Field(std::string& out, std::string_view name, std::string_view value) {
 bool Step::AppliesTo(const Node& node, const Inventory& inventory) const {
   const bool role = std::any_of(roles.begin(), roles.end(), [&](Role r) { return node.Has(r); });
   const bool family = families.empty() || families.count(node.os.family) > 0;
-  return role && family && std::all_of(when.begin(), when.end(), [&](StepCondition c) {
-           return Holds(c, node, inventory);
-         });
+  return leaving == node.absent && role && family &&
+         std::all_of(when.begin(), when.end(),
+                     [&](StepCondition c) { return Holds(c, node, inventory); });
 }
 
 bool Drain::AppliesTo(const Node& node, const Inventory& inventory) const {
@@ -138,6 +140,7 @@ std::string Catalog::Digest() const {
       Field(text, "change-" + ToString(family), script);
     }
     Field(text, "verify", s.verify);
+    Field(text, "state", s.leaving ? "absent" : "present");
     Field(text, "reboot", s.reboot ? "true" : "false");
     Field(text, "deep", s.deep ? "true" : "false");
     Field(text, "restarts", DescribeRestarts(s.restarts));

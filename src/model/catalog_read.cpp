@@ -18,9 +18,9 @@ using yaml::Scalar;
 
 const std::vector<std::string>& StepKeys() {
   static const std::vector<std::string> kKeys = {
-      "id",     "description",   "roles",   "os",     "when",    "depends",
-      "params", "change_params", "secrets", "inputs", "common",  "probe",
-      "change", "verify",        "reboot",  "deep",   "restarts"};
+      "id",     "description",   "roles",   "os",     "when",     "depends",
+      "params", "change_params", "secrets", "inputs", "common",   "probe",
+      "change", "verify",        "reboot",  "deep",   "restarts", "state"};
   return kKeys;
 }
 const std::vector<std::string>& RoleNames() {
@@ -101,9 +101,28 @@ class StepReader {
     ChangeOnly();
     m_.Read("reboot", step_.reboot);
     Restarts();
+    State();
   }
 
  private:
+  // `state: absent`: the step undoes the node's membership, and runs only
+  // on nodes the inventory marks absent (catalog.h, Step::leaving).
+  void State() {
+    auto state = m_.String("state");
+    if (!state) {
+      return;
+    }
+    if (state->text == "absent") {
+      step_.leaving = true;
+    } else if (state->text != "present") {
+      source_.Error(state->where, yaml::UnknownName("state", state->text, {"present", "absent"}));
+    }
+    if (step_.leaving && step_.deep) {
+      source_.Error(state->where,
+                    "a deep validation checks a cluster's members, not a leaving node");
+    }
+  }
+
   void Roles() {
     auto roles = m_.StringList("roles");
     if (!roles) {
@@ -409,10 +428,10 @@ std::string_view ConditionName(StepCondition condition) {
 const std::vector<std::string>& ConditionNames() {
   // In StepCondition's order.
   static const std::vector<std::string> kNames = {
-      "always",     "has_gpus",         "has_ib",         "nfs",
-      "nfs_server", "nfs_client",       "kubernetes",     "slurm",
-      "docker",     "registry_mirrors", "docker_repo",    "epel_repo",
-      "hosts_file", "nvswitch",         "kernel_modules", "hold_kernel"};
+      "always",      "has_gpus",     "has_ib",     "nfs",      "nfs_server",
+      "nfs_client",  "kubernetes",   "slurm",      "docker",   "registry_mirrors",
+      "docker_repo", "epel_repo",    "hosts_file", "nvswitch", "kernel_modules",
+      "hold_kernel", "leaving_nodes"};
   return kNames;
 }
 

@@ -109,7 +109,7 @@ const Node* Inventory::Find(const std::string& name) const {
 std::vector<const Node*> Inventory::WithRole(Role role) const {
   std::vector<const Node*> out;
   for (const auto& node : nodes) {
-    if (node.Has(role)) {
+    if (!node.absent && node.Has(role)) {
       out.push_back(&node);
     }
   }
@@ -119,6 +119,9 @@ std::vector<const Node*> Inventory::WithRole(Role role) const {
 std::map<Role, std::vector<const Node*>> Inventory::RoleHolders() const {
   std::map<Role, std::vector<const Node*>> holders;
   for (const auto& node : nodes) {
+    if (node.absent) {
+      continue;
+    }
     for (Role role : node.roles) {
       holders[role].push_back(&node);
     }
@@ -129,8 +132,8 @@ std::map<Role, std::vector<const Node*>> Inventory::RoleHolders() const {
 // The first holder, without listing the others: asked once per node and
 // step, a list of every holder made planning quadratic.
 const Node* Inventory::Master() const {
-  auto it =
-      std::find_if(nodes.begin(), nodes.end(), [](const Node& n) { return n.Has(Role::kMaster); });
+  auto it = std::find_if(nodes.begin(), nodes.end(),
+                         [](const Node& n) { return !n.absent && n.Has(Role::kMaster); });
   return it == nodes.end() ? nullptr : &*it;
 }
 
@@ -141,9 +144,13 @@ const Node* Inventory::NfsServer() const {
   if (!nfs->server.empty()) {
     return Find(nfs->server);
   }
-  auto storage =
-      std::find_if(nodes.begin(), nodes.end(), [](const Node& n) { return n.Has(Role::kStorage); });
+  auto storage = std::find_if(nodes.begin(), nodes.end(),
+                              [](const Node& n) { return !n.absent && n.Has(Role::kStorage); });
   return storage == nodes.end() ? Master() : &*storage;
+}
+
+bool Inventory::HasLeavingNodes() const {
+  return std::any_of(nodes.begin(), nodes.end(), [](const Node& n) { return n.absent; });
 }
 
 namespace detail {

@@ -73,6 +73,18 @@ void CheckUnique(yaml::Source& source, const Inventory& inv, const InventoryMark
 }
 
 void CheckRoles(yaml::Source& source, const Inventory& inv, const InventoryMarks& marks) {
+  // The master runs the control plane every other node depends on: removing
+  // it is taking the cluster down, which is not what `state: absent` is for.
+  for (std::size_t i = 0; i < inv.nodes.size(); ++i) {
+    const Node& node = inv.nodes[i];
+    if (node.absent && node.Has(Role::kMaster)) {
+      source.Error(marks.nodes_at[i].state,
+                   fmt::format("node '{}' is the master: it cannot leave the cluster it runs "
+                               "(state: absent is for workers and storage nodes)",
+                               node.name));
+      return;
+    }
+  }
   const auto masters = inv.WithRole(Role::kMaster);
   if (masters.empty() && marks.has_nodes) {
     source.Error(marks.nodes, "no node has role 'master'; exactly one is needed");
@@ -99,6 +111,12 @@ void CheckNfs(yaml::Source& source, Inventory& inv, const InventoryMarks& marks)
   if (!nfs.server.empty() && inv.Find(nfs.server) == nullptr) {
     source.Error(marks.nfs_server, fmt::format("nfs.server '{}' is not a node{}", nfs.server,
                                                yaml::DidYouMean(nfs.server, NodeNames(inv))));
+  } else if (const Node* named = nfs.server.empty() ? nullptr : inv.Find(nfs.server);
+             named != nullptr && named->absent) {
+    source.Error(marks.nfs_server,
+                 fmt::format("nfs.server '{}' has state absent: move the exports to a node that "
+                             "stays before it leaves",
+                             nfs.server));
   }
   if (nfs.server.empty()) {
     if (const Node* server = inv.NfsServer()) {
@@ -168,6 +186,10 @@ void CheckSlurm(yaml::Source& source, Inventory& inv, const InventoryMarks& mark
       if (node == nullptr) {
         source.Error(at, fmt::format("partition '{}' names '{}', which is not a node{}",
                                      partition.name, name, yaml::DidYouMean(name, NodeNames(inv))));
+      } else if (node->absent) {
+        source.Error(at, fmt::format("partition '{}' names '{}', which has state absent: take it "
+                                     "out of the partition",
+                                     partition.name, name));
       } else if (!node->Has(Role::kWorker)) {
         source.Error(at, fmt::format("partition '{}' names '{}', which is not a worker (only "
                                      "workers run slurmd)",

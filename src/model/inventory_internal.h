@@ -31,7 +31,8 @@ struct InventoryMarks {
     SourceLocation name;
     SourceLocation address;
     SourceLocation ib_address;
-    SourceLocation gpus;  // the hardware.gpus block it takes (maybe node_defaults')
+    SourceLocation gpus;   // the hardware.gpus block it takes (maybe node_defaults')
+    SourceLocation state;  // its `state`, when written
   };
   std::vector<NodeMarks> nodes_at;               // parallel to Inventory::nodes
   std::vector<SourceLocation> exports_at;        // parallel to Nfs::exports

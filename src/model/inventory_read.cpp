@@ -44,9 +44,9 @@ const std::vector<std::string>& VersionKeys() {
   return kKeys;
 }
 const std::vector<std::string>& NodeKeys() {
-  static const std::vector<std::string> kKeys = {"name",     "address", "ib_address",
-                                                 "os",       "roles",   "ssh",
-                                                 "hardware", "sysctl",  "compute_interface"};
+  static const std::vector<std::string> kKeys = {
+      "name", "address",  "ib_address", "os",    "roles",
+      "ssh",  "hardware", "sysctl",     "state", "compute_interface"};
   return kKeys;
 }
 
@@ -572,6 +572,15 @@ void Reader::NodeItem(const YAML::Node& item) {
                                           "a range of the same count, such as 10.0.1.[11-26]",
                                           key, v->text, names.size(), names.front(), names.back()));
       out->clear();
+    }
+  }
+  // Only a node itself can leave: node_defaults has no `state`.
+  if (auto state = m.String("state")) {
+    at.state = state->where;
+    if (state->text == "absent") {
+      node.absent = true;
+    } else if (state->text != "present") {
+      source_.Error(state->where, yaml::UnknownName("state", state->text, {"present", "absent"}));
     }
   }
   gpus_at_ = defaults_gpus_at_;

@@ -133,14 +133,32 @@ std::string GpuWorkers(const Inventory& inv) {
   return Join(lines, "\n");
 }
 
+// The names of the nodes leaving the cluster (state: absent), space-separated
+// in inventory order: what the control plane still has to forget.
+std::string LeavingNodes(const Inventory& inv) {
+  std::vector<std::string> names;
+  for (const auto& n : inv.nodes) {
+    if (n.absent) {
+      names.push_back(n.name);
+    }
+  }
+  return Join(names, " ");
+}
+
 // /etc/hosts lines: every management address, then the IB addresses as
 // <name>-ib so MPI and NCCL can be pointed at the fabric by name.
 std::string Hosts(const Inventory& inv) {
   std::vector<std::string> lines;
   for (const auto& n : inv.nodes) {
+    if (n.absent) {
+      continue;  // leaving: in no cluster-wide value
+    }
     lines.push_back(Fields("hosts", {n.address, n.name}));
   }
   for (const auto& n : inv.nodes) {
+    if (n.absent) {
+      continue;  // leaving: in no cluster-wide value
+    }
     if (!n.ib_address.empty()) {
       lines.push_back(Fields("hosts", {n.ib_address, n.name + "-ib"}));
     }
@@ -201,9 +219,15 @@ std::string TrustedSources(const Inventory& inv) {
     }
   };
   for (const auto& n : inv.nodes) {
+    if (n.absent) {
+      continue;  // leaving: in no cluster-wide value
+    }
     add(n.address);
   }
   for (const auto& n : inv.nodes) {
+    if (n.absent) {
+      continue;  // leaving: in no cluster-wide value
+    }
     add(n.ib_address);
   }
   std::sort(v4.begin(), v4.end());
@@ -221,6 +245,9 @@ std::string TrustedSources(const Inventory& inv) {
 std::string SshHostKeys(const Inventory& inv) {
   std::vector<std::string> lines;
   for (const auto& n : inv.nodes) {
+    if (n.absent) {
+      continue;  // leaving: in no cluster-wide value
+    }
     const auto space = n.host_key.find(' ');
     if (space == std::string::npos) {
       continue;
@@ -236,6 +263,9 @@ std::string SshHostKeys(const Inventory& inv) {
 std::string GpuNodes(const Inventory& inv) {
   std::vector<std::string> lines;
   for (const auto& n : inv.nodes) {
+    if (n.absent) {
+      continue;  // leaving: in no cluster-wide value
+    }
     if (n.GpuCount() > 0) {
       lines.push_back(Fields("gpu_nodes", {n.name, n.address}));
     }
@@ -248,6 +278,9 @@ std::string GpuNodes(const Inventory& inv) {
 std::string GpuCounts(const Inventory& inv) {
   std::vector<std::string> lines;
   for (const auto& n : inv.nodes) {
+    if (n.absent) {
+      continue;  // leaving: in no cluster-wide value
+    }
     if ((n.Has(Role::kMaster) || n.Has(Role::kWorker)) && n.GpuCount() > 0) {
       lines.push_back(Fields("gpu_counts", {n.name, std::to_string(n.GpuCount())}));
     }
@@ -420,6 +453,7 @@ const std::vector<std::string>& KnownParameters() {
         "os_version",
         "pod_cidr",
         "registry_mirrors",
+        "leaving_nodes",
         "repo_container_toolkit",
         "repo_cuda",
         "repo_docker",
@@ -479,6 +513,7 @@ ParameterTable::ParameterTable(const Inventory& inventory) : inventory_(inventor
       {"master_address", master != nullptr ? master->address : ""},
       {"hosts", Hosts(inv)},
       {"worker_names", Names(inv.WithRole(Role::kWorker), " ")},
+      {"leaving_nodes", LeavingNodes(inv)},
       {"gpu_workers", GpuWorkers(inv)},
       {"orchestrator", ToString(inv.orchestrator)},
       {"disable_firewall", Bool(inv.policy.disable_firewall)},

@@ -176,6 +176,9 @@ Plan Plan::Build(const Inventory& inventory, const Catalog& catalog, PlanScope s
   }
   for (const auto& node : inventory.nodes) {
     plan.nodes_.push_back(node.name);
+    if (node.absent) {
+      plan.leaving_.insert(node.name);
+    }
     const NodeParameters values = parameters.For(node);
     // The prelude's helpers pick apt or dnf by this, whatever the step declares.
     const SharedText os_family(ToString(node.os.family));
@@ -209,7 +212,14 @@ Plan Plan::Build(const Inventory& inventory, const Catalog& catalog, PlanScope s
       }
       auto [held, fresh] = holders.try_emplace(*dep.on_role);
       if (fresh) {
-        held->second = inventory.WithRole(*dep.on_role);
+        // Leaving nodes too, unlike WithRole: slurm.config waits for a
+        // leaving worker's slurmd to stop (its removal steps are its only
+        // items, so no other step finds one of its items there).
+        for (const Node& holder : inventory.nodes) {
+          if (holder.Has(*dep.on_role)) {
+            held->second.push_back(&holder);
+          }
+        }
       }
       for (const Node* holder : held->second) {
         if (const PlanItem* other = plan.Find(holder->name, dep.step);
@@ -260,7 +270,16 @@ const PlanItem* Plan::Find(const std::string& node, const std::string& step) con
 }
 
 void Plan::MarkUnreachable(const std::string& node, const std::string& reason) {
+  const bool leaving = leaving_.count(node) > 0;
   for (const std::size_t id : ItemsOf(node)) {
+    if (leaving) {
+      // Nothing can be undone there; what the rest of the cluster does to
+      // forget the node (k8s.forget-nodes, slurm.config) need not wait.
+      items_[id].state = ItemState::kSatisfied;
+      items_[id].observed =
+          "not worked on, so left as it is (it is leaving the cluster): " + reason;
+      continue;
+    }
     items_[id].state = ItemState::kUnreachable;
     items_[id].detail = reason;
   }

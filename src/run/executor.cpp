@@ -18,6 +18,13 @@ namespace {
 
 // Something apply cannot fix (a missing GPU) is reported, and does not hold
 // back what depends on it: installing CUDA does not need all eight GPUs.
+// Whether a change of `item` disrupts work on its node, so a member is
+// drained before it: a reboot, a runtime restart, or any change at all on a
+// node leaving the cluster (its removal steps stop what its work runs on).
+bool Disrupts(const Node& node, const PlanItem& item) {
+  return node.absent || item.reboot || item.restarts != kRestartsNothing;
+}
+
 bool IsDone(ItemState s) {
   return s == ItemState::kSatisfied || s == ItemState::kApplied || s == ItemState::kNeedsAttention;
 }
@@ -271,13 +278,14 @@ void Executor::WalkNode(const Node& node) {
     }
     // Back in service before anything else: the node's next item may wait
     // for another node, which may wait for this one's turn to be drained.
-    if (drained && !reboot_pending && !ReturnToService(node, drain_reach, drained)) {
+    if (drained && !reboot_pending && !node.absent &&
+        !ReturnToService(node, drain_reach, drained)) {
       break;
     }
     if (!WaitToStart(item, holds_slot)) {
       continue;  // blocked; later items may still depend only on done ones
     }
-    if (!drained && (step.reboot || step.restarts != kRestartsNothing)) {
+    if (!drained && Disrupts(node, item)) {
       if (!TakeOutOfService(node, item, holds_slot, drained)) {
         break;
       }
@@ -303,7 +311,13 @@ void Executor::WalkNode(const Node& node) {
     unsettled = !RebootAndVerify(node, awaiting_verify);
   }
   if (drained) {
-    if (unsettled || context_.IsFailed(node.name)) {
+    if (node.absent) {
+      // Leaving the cluster: its removal steps took it out for good, and
+      // the control plane forgets it next (k8s.forget-nodes, slurm.config).
+      context_.reporter.Note(node.name, "left drained: it is leaving the cluster");
+      scheduler_.ReleaseReach(drain_reach);
+      scheduler_.LeaveOutOfService(node.name);
+    } else if (unsettled || context_.IsFailed(node.name)) {
       // Left out of service on purpose: whatever failed may be why its
       // work would fail too. The admin resumes it once it is fixed.
       context_.reporter.Note(node.name,
@@ -355,8 +369,8 @@ std::vector<std::string> Executor::ReachedNodes(const PlanItem& item) const {
   // node its drain runs on up for the drain and for the resume: the item
   // never starts while that node is down for a reboot, and that node does
   // not go down under it (TakeOutOfService holds this reach until the resume).
-  if (options_.drain && (item.reboot || item.restarts != kRestartsNothing)) {
-    if (const Node* node = context_.inventory.Find(item.node)) {
+  if (options_.drain) {
+    if (const Node* node = context_.inventory.Find(item.node); node && Disrupts(*node, item)) {
       if (std::string holder = drainer_.RunsOn(*node); !holder.empty()) {
         reached.insert(std::move(holder));
       }

@@ -73,7 +73,8 @@ std::string FileName(const std::string& file) {
 
 // What the step's change does to running work on its node.
 std::string Disrupts(const Step& step) {
-  std::string text = step.reboot ? "reboot" : "";
+  // A leaving node is drained before its first change, whatever it is.
+  std::string text = step.reboot ? "reboot" : (step.leaving ? "drain, no resume" : "");
   if (step.restarts != kRestartsNothing) {
     text += (text.empty() ? "restarts " : ", restarts ") + DescribeRestarts(step.restarts);
   }
@@ -139,7 +140,8 @@ std::string RenderCatalogMarkdown(const Catalog& catalog) {
       "\n"
       "Every step of the shipped catalog (`playbooks/*.yaml`), in the order plan\n"
       "and apply take them. The file format is in [playbooks.md](playbooks.md).\n"
-      "Steps marked *deep* are validations only `gpuctl check --deep` runs.\n"
+      "Steps marked *deep* are validations only `gpuctl check --deep` runs; steps\n"
+      "marked *leaving* run only on nodes the inventory marks `state: absent`.\n"
       "Each step's probe (what `plan` asks) and verification (what `check` asks)\n"
       "follow the table.\n"
       "\n"
@@ -148,8 +150,9 @@ std::string RenderCatalogMarkdown(const Catalog& catalog) {
   std::string probes = "\n## Probes\n";
   for (const Step& s : catalog.steps()) {
     out += fmt::format("| {}{} | {} | {} | {} | {} | {} | {} | {} |\n", Code(s.id),
-                       s.deep ? " *deep*" : "", Cell(s.description), Roles(s), Families(s),
-                       Conditions(s), Depends(s), Disrupts(s), Code(FileName(s.file)));
+                       s.deep ? " *deep*" : (s.leaving ? " *leaving*" : ""), Cell(s.description),
+                       Roles(s), Families(s), Conditions(s), Depends(s), Disrupts(s),
+                       Code(FileName(s.file)));
     probes += fmt::format("\n### {}\n", s.id);
     if (!s.common.empty()) {
       probes +=

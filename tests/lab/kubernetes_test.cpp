@@ -410,6 +410,63 @@ TEST_F(KubernetesLabTest, InitCniJoinReadyOperatorOnAptAndDnfWorkersThenNothingT
       std::string::npos)
       << bad.out;
   EXPECT_NE(bad.out.find("GPU pod on worker1"), std::string::npos) << bad.out;
+
+  // Day 2: removing worker1 (the Ubuntu worker) with `state: absent` (issue
+  // 16, item 3), in kubeadm's order: drained on the master, reset on the
+  // node, then deleted from the cluster. The nodes that stay lose its hosts
+  // line; it is never uncordoned.
+  ASSERT_EQ(Shell(lab_->Tool("fault worker2 --clear")).status, 0);
+  const fs::path removed = runs_ / "without-worker1.yaml";
+  const Result marked = test::WriteWithoutNode(branch570.string(), removed.string(), "worker1",
+                                               /*absent=*/true);
+  ASSERT_EQ(marked.status, 0) << marked.out;
+  const Result removal_plan = GpuctlOn("plan", removed);
+  EXPECT_EQ(removal_plan.status, 2) << removal_plan.out;
+  test::StepsByNode removal = test::PlannedSteps(removal_plan.out);
+  EXPECT_EQ(removal["worker1"], (std::set<std::string>{"~ k8s.leave", "~ nfs.leave"}))
+      << removal_plan.out;
+  EXPECT_EQ(removal["master1"].count("~ k8s.forget-nodes"), 1U) << removal_plan.out;
+  EXPECT_EQ(removal["worker2"], (std::set<std::string>{"~ os.hosts"})) << removal_plan.out;
+  const Result remove = GpuctlOn("apply --yes --run-dir " + RunDir("remove"), removed);
+  ASSERT_EQ(remove.status, 0) << remove.out;
+  EXPECT_EQ(test::DisruptedNodes(RunDir("remove")), std::set<std::string>{"worker1"});
+  // The journal's order: the drain's end, worker1's reset, the master's delete.
+  std::vector<std::string> order;
+  std::ifstream journal(fs::path(RunDir("remove")) / "journal.jsonl");
+  for (std::string line; std::getline(journal, line);) {
+    const auto e = nlohmann::json::parse(line, nullptr, false);
+    if (e.is_discarded() || e.value("event", "") != "end") continue;
+    const std::string step = e.value("step", "");
+    const std::string out = e.value("stdout_tail", "");
+    if (step == "drain" && out.find("node/worker1 drained") != std::string::npos) {
+      order.push_back("drained");
+    } else if (step == "k8s.leave" && e.value("activity", "") == "change") {
+      order.push_back("reset");
+    } else if (step == "k8s.forget-nodes" && e.value("activity", "") == "change" &&
+               out.find("node \"worker1\" deleted") != std::string::npos) {
+      order.push_back("deleted");
+    } else if (step == "resume") {
+      order.push_back("resumed " + e.value("node", ""));
+    }
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"drained", "reset", "deleted"}));
+  EXPECT_EQ(Master("kubectl get nodes -o jsonpath='{.items[*].metadata.name}'"), "master1 worker2");
+  EXPECT_EQ(Trim(lab_->Ssh("worker1",
+                           "systemctl is-active kubelet; systemctl is-enabled kubelet; "
+                           "ls /etc/kubernetes/kubelet.conf 2>&1 | grep -c 'No such'")
+                     .out),
+            "inactive\ndisabled\n1");
+  EXPECT_NE(lab_->Ssh("worker1", "findmnt -n -M /data/shared").status, 0);
+  for (const char* node : {"master1", "worker2"}) {
+    EXPECT_EQ(Trim(lab_->Ssh(node,
+                             "sed -n '/^# BEGIN gpuctl$/,/^# END gpuctl$/p' /etc/hosts | "
+                             "grep -cw worker1 || true")
+                       .out),
+              "0")
+        << node;
+  }
+  const Result after_removal = GpuctlOn("plan", removed);
+  EXPECT_EQ(after_removal.status, 0) << after_removal.out;
 }
 
 }  // namespace

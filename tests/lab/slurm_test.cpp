@@ -349,6 +349,60 @@ TEST_F(SlurmLabTest, AptAndDnfWorkersGoIdleWithGpusRunJobsAndKeepTheKeySecret) {
   const Result last_check = Gpuctl("check", branch570, env);
   EXPECT_EQ(last_check.status, 0) << last_check.out;
   EXPECT_EQ(Trim(lab_->Ssh("storage1", "grep -c '^/data/private ' /etc/exports").out), "1");
+
+  // Day 2: removing worker2 (the Rocky worker) with `state: absent`, while a
+  // job runs on it (issue 16, item 3). The plan shows worker2's removal
+  // steps and nothing else there; apply drains it on the controller and
+  // waits for the job, stops its slurmd, lets go of its NFS mount, and then
+  // writes slurm.conf and /etc/hosts without it on the nodes that stay. It is
+  // never resumed.
+  const std::string removed = (fs::path(lab_->Env("LAB_STATE")) / "without-worker2.yaml").string();
+  const Result marked = test::WriteWithoutNode(branch570, removed, "worker2", /*absent=*/true);
+  ASSERT_EQ(marked.status, 0) << marked.out;
+  const Result last_job = lab_->Ssh(
+      "master1", "sbatch --parsable -p all -w worker2 --wrap 'sleep 15; date +%s >/root/job-done'");
+  ASSERT_EQ(last_job.status, 0) << last_job.out;
+  EXPECT_TRUE(PollUntil(std::chrono::seconds(30), [&] {
+    return Trim(lab_->Ssh("master1", "squeue -h -w worker2 -t RUNNING -o %i").out) ==
+           Trim(last_job.out);
+  }));
+  const Result removal_plan = Gpuctl("plan", removed, env);
+  EXPECT_EQ(removal_plan.status, 2) << removal_plan.out;
+  test::StepsByNode removal = test::PlannedSteps(removal_plan.out);
+  EXPECT_EQ(removal["worker2"], (std::set<std::string>{"~ slurm.leave", "~ nfs.leave"}))
+      << removal_plan.out;
+  EXPECT_EQ(removal["worker1"], (std::set<std::string>{"~ os.hosts", "~ slurm.config"}))
+      << removal_plan.out;
+  EXPECT_EQ(removal["storage1"], (std::set<std::string>{"~ os.hosts"})) << removal_plan.out;
+  const Result remove = Gpuctl("apply --yes --run-dir " + RunDir("remove"), removed, env);
+  ASSERT_EQ(remove.status, 0) << remove.out;
+  const auto drained_w2 = remove.out.find("worker2: State=DRAIN (Reason=gpuctl apply)");
+  const auto emptied_w2 = remove.out.find("worker2: no jobs left");
+  ASSERT_NE(drained_w2, std::string::npos) << remove.out;
+  ASSERT_NE(emptied_w2, std::string::npos) << remove.out;
+  EXPECT_LT(drained_w2, emptied_w2);
+  EXPECT_EQ(remove.out.find("worker2: State=RESUME"), std::string::npos) << remove.out;
+  EXPECT_NE(Trim(lab_->Ssh("worker2", "cat /root/job-done").out), "") << "the job did not end";
+  EXPECT_EQ(test::DisruptedNodes(RunDir("remove")), std::set<std::string>{"worker2"});
+  EXPECT_TRUE(PollUntil(std::chrono::seconds(60), [&] { return Sinfo() == "worker1 idle gpu:8"; }))
+      << Sinfo();
+  EXPECT_EQ(
+      Trim(lab_->Ssh("worker2", "systemctl is-active slurmd; systemctl is-enabled slurmd").out),
+      "inactive\ndisabled");
+  EXPECT_NE(lab_->Ssh("worker2", "findmnt -n -M /data/shared").status, 0);
+  EXPECT_EQ(Trim(lab_->Ssh("worker2", "grep -c 'gpuctl' /etc/fstab || true").out), "0");
+  for (const char* node : {"master1", "worker1", "storage1"}) {
+    EXPECT_EQ(Trim(lab_->Ssh(node,
+                             "sed -n '/^# BEGIN gpuctl$/,/^# END gpuctl$/p' /etc/hosts | "
+                             "grep -cw worker2 || true")
+                       .out),
+              "0")
+        << node;
+  }
+  EXPECT_EQ(Trim(lab_->Ssh("master1", "grep -c worker2 /etc/slurm/slurm.conf || true").out), "0");
+  EXPECT_EQ(lab_->Ssh("master1", "timeout 120 srun -p all --gres=gpu:8 hostname").out, "worker1\n");
+  const Result after_removal = Gpuctl("plan", removed, env);
+  EXPECT_EQ(after_removal.status, 0) << after_removal.out;
 }
 
 }  // namespace

@@ -17,17 +17,24 @@ namespace gpuctl::test {
 // node -> steps
 using StepsByNode = std::map<std::string, std::set<std::string>>;
 
-// Writes `inventory` without the node `name` to `out`, and without the Slurm
-// partitions that named only it; partitions that named it beside others
-// lose it. python3-yaml, as the lab itself reads and writes YAML.
+// Writes `inventory` without the node `name` to `out` (`absent`: with the
+// node kept and marked `state: absent`, as an admin removes one), and
+// without the Slurm partitions that named only it; partitions that named it
+// beside others lose it. python3-yaml, as the lab itself reads and writes
+// YAML.
 inline Result WriteWithoutNode(const std::string& inventory, const std::string& out,
-                               const std::string& name) {
+                               const std::string& name, bool absent = false) {
   static constexpr const char* kScript = R"PY(
 import sys, yaml
-source, target, name = sys.argv[1:4]
+source, target, name, mode = sys.argv[1:5]
 with open(source) as f:
     doc = yaml.safe_load(f)
-doc["nodes"] = [n for n in doc["nodes"] if n["name"] != name]
+if mode == "absent":
+    for n in doc["nodes"]:
+        if n["name"] == name:
+            n["state"] = "absent"
+else:
+    doc["nodes"] = [n for n in doc["nodes"] if n["name"] != name]
 slurm = doc.get("slurm") or {}
 kept = []
 for p in slurm.get("partitions", []):
@@ -42,7 +49,7 @@ with open(target, "w") as f:
     yaml.safe_dump(doc, f, sort_keys=False)
 )PY";
   return Shell("python3 -c " + Quote(kScript) + " " + Quote(inventory) + " " + Quote(out) + " " +
-               Quote(name) + " 2>&1");
+               Quote(name) + " " + (absent ? "absent" : "drop") + " 2>&1");
 }
 
 // Writes `inventory` with versions.KEY set to `value` (quoted, as a version

@@ -450,5 +450,42 @@ TEST(CatalogCommon, ErrorsAtTheirPlace) {
   EXPECT_TRUE(HasError(p.diagnostics, 20, 5, "a deep validation has no 'common'"));
 }
 
+// `state: absent`: a removal step, for nodes leaving the cluster (catalog.h).
+TEST(CatalogStateTest, AnUnknownStepStateIsALoadError) {
+  auto p = ParseText(R"(steps:
+  - id: node.leave
+    roles: [worker]
+    probe: test -e /x
+    change: {any: touch /x}
+    state: gone
+)");
+  EXPECT_FALSE(p.catalog);
+  EXPECT_TRUE(HasError(p.diagnostics, 6, 12, "unknown state 'gone'"));
+}
+
+TEST(CatalogStateTest, StatePresentIsAnOrdinaryStep) {
+  auto p = ParseText(R"(steps:
+  - id: worker.setup
+    roles: [worker]
+    probe: test -e /x
+    change: {any: touch /x}
+    state: present
+)");
+  ASSERT_TRUE(p.catalog) << p.diagnostics.Format();
+  EXPECT_FALSE(p.catalog->steps()[0].leaving);
+}
+
+TEST(CatalogStateTest, ADeepValidationCannotBeALeavingStep) {
+  auto p = ParseText(R"(steps:
+  - id: validate.leave
+    deep: true
+    state: absent
+    roles: [worker]
+    probe: exit 0
+)");
+  EXPECT_FALSE(p.catalog);
+  EXPECT_TRUE(HasError(p.diagnostics, 4, 12, "a deep validation checks a cluster's members"));
+}
+
 }  // namespace
 }  // namespace gpuctl

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "cluster_builder.h"
+#include "drained_cluster.h"
 #include "gpuctl/run/executor.h"
 #include "gpuctl/run/phase.h"
 #include "gpuctl/transport/fake_transport.h"
@@ -18,107 +19,10 @@
 namespace gpuctl {
 namespace {
 
+using testing::DrainedCluster;
 using testing::MakeInventory;
 using testing::MakeNode;
 using testing::MakeStep;
-
-class DrainedCluster {
- public:
-  explicit DrainedCluster(FakeTransport& transport) {
-    transport.AddHandler(
-        [this](const std::string& node, const Command& c) -> std::optional<CommandResult> {
-          std::lock_guard lock(mutex_);
-          CommandResult r;
-          r.exit_status = 0;
-          const std::string& s = c.script;
-          const auto target = c.env.find(std::string(kDrainNodeVariable));
-          if (s == "member-check") {
-            r.exit_status = member_answer_.count(node) != 0 ? member_answer_[node]
-                            : members_.count(node) != 0     ? 0
-                                                            : 1;
-            return r;
-          }
-          if (s == "drain-node" || s == "resume-node") {
-            const std::string& who = target->second;
-            const bool drain = s == "drain-node";
-            events_.push_back(fmt::format("{}:{}@{}", who, drain ? "drain" : "resume", node));
-            if (drain && failing_drain_.count(who) != 0) {
-              r.exit_status = 1;
-              r.err =
-                  "error when evicting pods/\"trainer-0\" -n \"ml\": Cannot evict pod as it would "
-                  "violate the pod's disruption budget.\n";
-              return r;
-            }
-            if (drain) {
-              drained_.insert(who);
-              max_drained_ = std::max(max_drained_, drained_.size());
-            } else {
-              drained_.erase(who);
-            }
-            return r;
-          }
-          if (s.rfind("touch /run/gpuctl-reboot-marker", 0) == 0) {
-            events_.push_back(node + ":reboot");
-            return r;
-          }
-          if (s.find("gpuctl-reboot-marker") != std::string::npos) {
-            return r;  // back at once
-          }
-          const std::string verb = s.substr(0, s.find(' '));
-          const std::string step = s.substr(s.rfind(' ') + 1);
-          if (verb == "probe" || verb == "verify") {
-            r.exit_status = done_.count({node, step}) != 0 ? 0 : 1;
-            if (verb == "verify") {
-              events_.push_back(fmt::format("{}:verify {}", node, step));
-            }
-          } else if (verb == "apt" || verb == "dnf") {
-            events_.push_back(fmt::format("{}:change {}", node, step));
-            if (failing_change_.count(node) != 0) {
-              r.exit_status = 100;
-              r.err = "E: Sub-process /usr/bin/dpkg returned an error code (1)\n";
-            } else {
-              done_.insert({node, step});
-            }
-          }
-          return r;
-        });
-  }
-  void Member(const std::string& node) { members_.insert(node); }
-  void MemberAnswers(const std::string& node, int status) { member_answer_[node] = status; }
-  void FailDrain(const std::string& node) { failing_drain_.insert(node); }
-  void FailChange(const std::string& node) { failing_change_.insert(node); }
-
-  std::vector<std::string> events() {
-    std::lock_guard lock(mutex_);
-    return events_;
-  }
-  // `node`'s events, in order, without the "node:" prefix.
-  std::vector<std::string> EventsOf(const std::string& node) {
-    std::vector<std::string> mine;
-    for (const std::string& e : events()) {
-      if (e.rfind(node + ":", 0) == 0) {
-        mine.push_back(e.substr(node.size() + 1));
-      }
-    }
-    return mine;
-  }
-  std::size_t max_drained() {
-    std::lock_guard lock(mutex_);
-    return max_drained_;
-  }
-  std::set<std::string> drained() {
-    std::lock_guard lock(mutex_);
-    return drained_;
-  }
-
- private:
-  std::mutex mutex_;
-  std::set<std::string> members_, failing_drain_, failing_change_, drained_;
-  std::map<std::string, int> member_answer_;
-  std::set<std::pair<std::string, std::string>> done_;
-  std::vector<std::string> events_;
-  std::size_t max_drained_ = 0;
-};
 
 class DrainTest : public ::testing::Test {
  protected:
@@ -134,18 +38,8 @@ class DrainTest : public ::testing::Test {
 
   void SetUp() override { steps[0].restarts = kRestartsContainerd; }
 
-  static Drain TheDrain() {
-    Drain drain;
-    drain.description = "test drain";
-    drain.on = Role::kMaster;
-    drain.member = "member-check";
-    drain.drain = "drain-node";
-    drain.resume = "resume-node";
-    return drain;
-  }
-
   Plan Apply(ApplyOptions options = {}) {
-    Catalog catalog = Catalog::FromSteps(steps, {TheDrain()});
+    Catalog catalog = Catalog::FromSteps(steps, {testing::TestDrain()});
     Plan plan = Plan::Build(inventory, catalog);
     RunContext context(inventory, catalog, plan, transport, quiet);
     Pipeline pipeline;

@@ -434,6 +434,33 @@ TEST_F(KubeStandinTest, CordonDrainAndUncordonAsKubectlDoes) {
   EXPECT_NE(left.find("kube-proxy-"), std::string::npos) << left;
 }
 
+// kubectl delete node, as the removal of a node (k8s.forget-nodes) uses it:
+// the node is gone, a second delete says NotFound unless ignored, and a
+// kubelet that starts again registers it again (why gpuctl resets a node
+// before deleting it).
+TEST_F(KubeStandinTest, DeleteNodeRemovesItUntilItsKubeletStartsAgain) {
+  ASSERT_EQ(Init().rc, 0);
+  ASSERT_EQ(Join(token_, ca_hash_).rc, 0);
+  ASSERT_EQ(Run("kubelet --once", "worker").rc, 0);
+  const auto names = [&] {
+    return Run("kubectl get nodes -o jsonpath='{.items[*].metadata.name}'", "master", AdminEnv())
+        .out;
+  };
+  ASSERT_EQ(names(), "master worker1");
+  Result deleted = Run("kubectl delete node worker1", "master", AdminEnv());
+  EXPECT_EQ(deleted.rc, 0) << deleted.err;
+  EXPECT_EQ(deleted.out, "node \"worker1\" deleted\n");
+  EXPECT_EQ(names(), "master");
+  Result again = Run("kubectl delete node worker1", "master", AdminEnv());
+  EXPECT_EQ(again.rc, 1);
+  EXPECT_EQ(again.err, "Error from server (NotFound): nodes \"worker1\" not found\n");
+  Result ignored = Run("kubectl delete node worker1 --ignore-not-found", "master", AdminEnv());
+  EXPECT_EQ(ignored.rc, 0) << ignored.err;
+  EXPECT_EQ(ignored.out, "");
+  ASSERT_EQ(Run("kubelet --once", "worker").rc, 0);
+  EXPECT_EQ(names(), "master worker1");
+}
+
 TEST_F(KubeStandinTest, PreflightRefusesSwapAndUnsetSysctls) {
   WriteFile(dir_ / "proc/swaps",
             "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n"

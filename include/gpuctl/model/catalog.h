@@ -70,6 +70,7 @@ enum class StepCondition {
   kNvswitch,         // the node's GPUs sit on NVSwitch (hardware.gpus.nvswitch: true)
   kKernelModules,    // the node runs out-of-tree kernel modules gpuctl installs (GPUs or IB)
   kHoldKernel,       // kernel_modules, and policy.hold_kernel (the default)
+  kLeavingNodes,     // some node of the inventory has state: absent
 };
 
 // The name a playbook's `when` uses for a condition ("has_gpus").
@@ -94,6 +95,11 @@ struct Step {
   // A validation only `check --deep` runs (an NCCL or IB bandwidth test, a
   // GPU pod): never planned or applied, no change; its probe prints figures.
   bool deep = false;
+  // `state: absent`: a removal step (a node's kubeadm reset, its slurmd
+  // stopped). It applies only to nodes the inventory marks absent, and every
+  // other step only to nodes that stay, so a leaving node's plan is its
+  // removal and nothing else.
+  bool leaving = false;
   // Inventory parameters the scripts read, each exported as GPUCTL_<NAME>
   // (params.h lists the names); unknown names are load errors.
   std::vector<std::string> params;

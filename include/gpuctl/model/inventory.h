@@ -96,6 +96,12 @@ struct Node {
   // empty: the one holding ib_address, else the management address.
   std::string compute_interface;
   SourceLocation where;  // where the node was declared, for later diagnostics
+  // `state: absent`: the node is leaving the cluster. It is in no cluster-wide
+  // value (hosts lines, Slurm's node list, known hosts, monitoring targets),
+  // holds no role for WithRole/RoleHolders/Master, and only the catalog's
+  // removal steps (`state: absent`) apply to it: drained, reset, forgotten
+  // by the control plane (docs/day2.md, "Removing a node").
+  bool absent = false;
   // Not from the inventory: the node's SSH host key ("type base64") as
   // gpuctl's own connection verified it, set when a run plans (empty
   // before, or for a node not reached). The master's known_hosts step
@@ -239,7 +245,9 @@ struct Inventory {
   std::map<std::string, std::string> sysctl;
   std::vector<Node> nodes;  // in file order
 
+  // Any node, leaving ones (Node::absent) included.
   [[nodiscard]] const Node* Find(const std::string& name) const;
+  // The nodes that stay: everything below skips the leaving ones.
   // Scans every node: a run that asks per item keeps RoleHolders() instead.
   [[nodiscard]] std::vector<const Node*> WithRole(Role role) const;
   // Every role's holders (WithRole for each), in one pass.
@@ -249,6 +257,8 @@ struct Inventory {
   // The node serving NFS: nfs.server, else the first storage node, else the
   // master; nullptr without an nfs block.
   [[nodiscard]] const Node* NfsServer() const;
+  // Whether some node is leaving (state: absent).
+  [[nodiscard]] bool HasLeavingNodes() const;
 };
 
 // Reads and validates an inventory. Problems go to `diagnostics`, each with

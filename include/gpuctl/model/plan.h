@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -96,7 +97,10 @@ class Plan {
   // the plan does not have).
   [[nodiscard]] const std::vector<std::size_t>& ItemsOf(const std::string& node) const;
   // Marks every item of a node that cannot be worked on (no connection, or
-  // not the OS the inventory says) as unreachable, with the reason.
+  // not the OS the inventory says) as unreachable, with the reason. A node
+  // leaving the cluster (Node::absent) is left as it is instead: its items
+  // count as done, with the reason observed, so the control plane still
+  // forgets it (a dead server is removed this way).
   void MarkUnreachable(const std::string& node, const std::string& reason);
   // After probing: an item whose probe passed but whose verification failed
   // (kNeedsAttention) while something it waits for, on its node or another,
@@ -113,6 +117,7 @@ class Plan {
 
   std::vector<PlanItem> items_;
   std::vector<std::string> nodes_;  // inventory order
+  std::set<std::string> leaving_;   // nodes with state: absent (Build only)
   // node -> its items; a (node, step) lookup scans that node's few dozen
   // items, which beats a tree keyed by both names (one entry per item).
   std::unordered_map<std::string, std::vector<std::size_t>> by_node_;

@@ -701,6 +701,9 @@ class Handler(BaseHTTPRequestHandler):
     def do_PATCH(self):
         self._handle("PATCH")
 
+    def do_DELETE(self):
+        self._handle("DELETE")
+
 
 def principal(h, s):
     """Who is calling: admin / node credential, bootstrap token, or anonymous."""
@@ -1049,6 +1052,20 @@ def do_apply(s, objs, default_ns, delete, t):
     return {"results": results}
 
 
+def delete_node(s, name, t):
+    """kubectl delete node: the Node object goes, and with it every pod bound
+    to it (the pod garbage collector's work). The node's credentials stay
+    valid, as a real kubelet's client certificate does: a kubelet that
+    registers again (on its next start) brings the node back."""
+    rec = s["nodes"].get(name)
+    if rec is None:
+        raise Http(404, "NotFound", "nodes \"%s\" not found" % name)
+    view = node_view(s, rec, t)
+    del s["nodes"][name]
+    STORE.save()
+    return 200, view
+
+
 def patch_node(s, name, b, t):
     """kubectl cordon / uncordon: a merge patch of spec.unschedulable."""
     rec = s["nodes"].get(name)
@@ -1091,6 +1108,8 @@ def evict(s, ns, name, t):
 def core_route(s, method, parts, b, t):
     if len(parts) == 2 and parts[0] == "nodes" and method == "PATCH":
         return patch_node(s, parts[1], b, t)
+    if len(parts) == 2 and parts[0] == "nodes" and method == "DELETE":
+        return delete_node(s, parts[1], t)
     if (len(parts) == 5 and parts[0] == "namespaces" and parts[2] == "pods"
             and parts[4] == "eviction" and method == "POST"):
         return evict(s, parts[1], parts[3], t)

@@ -529,14 +529,36 @@ def cmd_apply(ctx, opts):
     return rc
 
 
+def delete_nodes(ctx, names, opts):
+    """kubectl delete node NAME...: DELETE /api/v1/nodes/NAME."""
+    rc = 0
+    for n in names:
+        try:
+            ctx.client.request("DELETE", "/api/v1/nodes/" + n)
+        except kl.ApiError as e:
+            if getattr(e, "code", None) != 404:
+                err(kl.api_error_message(e))
+            if not opts.get("ignore-not-found"):
+                sys.stderr.write("Error from server (NotFound): nodes \"%s\" not found\n" % n)
+                rc = 1
+            continue
+        except kl.ConnError as e:
+            err(kl.kubectl_conn_message(e))
+        sys.stdout.write("node \"%s\" deleted\n" % n)
+    return rc
+
+
 def cmd_delete(ctx, args, opts):
-    """kubectl delete pod NAME...: through the lab's apply endpoint."""
+    """kubectl delete pod NAME... (through the lab's apply endpoint) or node NAME..."""
     rc = 0
     for rtype, names in targets(args, opts):
-        if rtype != "pods":
-            err("error: gpuctl lab kubectl: delete supports pods only")
+        if rtype not in ("pods", "nodes"):
+            err("error: gpuctl lab kubectl: delete supports pods and nodes only")
         if not names:
             err("error: resource(s) were provided, but no name was specified")
+        if rtype == "nodes":
+            rc = delete_nodes(ctx, names, opts) or rc
+            continue
         for n in names:
             r = ctx.call("POST", "/gpuctl-lab/v1/apply", {
                 "objects": [{"apiVersion": "v1", "kind": "Pod",
