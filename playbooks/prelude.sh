@@ -746,6 +746,44 @@ set_gpuctl_block() {
   rm -f "$_sbb"
 }
 
+# k8s_cluster_version CONF...: the version ("1.30.6") of the control plane
+# the first existing kubeconfig of CONF... points at, from its /version (any
+# client may read it); empty when none exists or the API server does not
+# answer. k8s_minor VERSION: the minor of "1.31" or "1.31.2" (31).
+k8s_cluster_version() {
+  for _kc in "$@"; do
+    [ -f "$_kc" ] || continue
+    _kv=$(kubectl --kubeconfig "$_kc" --request-timeout=10s get --raw /version 2>/dev/null) || return 0
+    printf '%s' "$_kv" | tr -d ' \n' | sed -n 's/.*"gitVersion":"v\([0-9][0-9.]*\)".*/\1/p'
+    return 0
+  done
+}
+k8s_minor() {
+  _km=${1#*.}
+  echo "${_km%%.*}"
+}
+
+# k8s_skew: whether this node may have the inventory's Kubernetes version
+# (GPUCTL_KUBERNETES_VERSION) next to its cluster's control plane, under
+# Kubernetes' skew policy (a kubelet is never newer than its API server).
+# 0: yes (or no cluster); 3: once the control plane is one minor up
+# (k8s.upgrade); 4: no, the control plane is more than one minor behind.
+# Sets k8s_skew_why.
+k8s_skew() {
+  k8s_skew_why=
+  _kcv=$(k8s_cluster_version /etc/kubernetes/admin.conf /etc/kubernetes/kubelet.conf)
+  [ -n "$_kcv" ] || return 0
+  _kcm=$(k8s_minor "$_kcv")
+  _kwm=$(k8s_minor "$GPUCTL_KUBERNETES_VERSION")
+  [ "$_kwm" -gt "$_kcm" ] || return 0
+  if [ "$_kwm" -eq $((_kcm + 1)) ]; then
+    k8s_skew_why="the control plane runs v$_kcv: this node follows once it is upgraded"
+    return 3
+  fi
+  k8s_skew_why="the control plane runs v$_kcv, more than one minor behind $GPUCTL_KUBERNETES_VERSION: kubeadm upgrades one minor at a time (set versions.kubernetes to 1.$((_kcm + 1)), apply, then the next)"
+  return 4
+}
+
 # drop_gpuctl_block FILE: removes gpuctl's block, markers and all, from
 # FILE (every other line kept, through gpuctl_put); nothing to do when FILE
 # has none. Exits the script when FILE's markers do not pair up.

@@ -201,6 +201,10 @@ class KubeStandinTest : public ::testing::Test {
   std::string AdminEnv() const {
     return "KUBECONFIG=" + (dir_ / "master/etc/kubernetes/admin.conf").string();
   }
+  // The admin's environment with kubeadm at `version`.
+  std::string AdminEnvFor(const std::string& version) const {
+    return AdminEnv() + " GPUCTL_KUBE_VERSION_KUBEADM=" + version;
+  }
 
   // kubeadm init on "master"; returns the output and fills token_/ca_hash_.
   Result Init(const std::string& extra_flags = "") {
@@ -459,6 +463,58 @@ TEST_F(KubeStandinTest, DeleteNodeRemovesItUntilItsKubeletStartsAgain) {
   EXPECT_EQ(ignored.out, "");
   ASSERT_EQ(Run("kubelet --once", "worker").rc, 0);
   EXPECT_EQ(names(), "master worker1");
+}
+
+// kubeadm upgrade apply and upgrade node, with kubeadm's version skew
+// policy: one minor at a time, never past kubeadm's own version, and a
+// node's configuration only from a kubeadm of the cluster's minor.
+TEST_F(KubeStandinTest, UpgradeMovesOneMinorAtATimeThenEachNode) {
+  ASSERT_EQ(Init().rc, 0);  // kubeadm 1.30.6
+  ASSERT_EQ(Join(token_, ca_hash_).rc, 0);
+  const auto kubeadm_at = [&](const std::string& version) { return AdminEnvFor(version); };
+  Result skip = Run("kubeadm upgrade apply v1.32.0 -y", "master", kubeadm_at("1.32.0"));
+  EXPECT_EQ(skip.rc, 1);
+  EXPECT_NE(skip.err.find("[upgrade/version] FATAL: the --version argument is invalid due to "
+                          "these fatal errors:\n\n\t- Specified version to upgrade to "
+                          "\"v1.32.0\" is too high; kubeadm can upgrade only 1 minor version "
+                          "at a time\n"),
+            std::string::npos)
+      << skip.err;
+  Result old_kubeadm = Run("kubeadm upgrade apply v1.31.2 -y", "master", kubeadm_at("1.30.6"));
+  EXPECT_EQ(old_kubeadm.rc, 1);
+  EXPECT_NE(old_kubeadm.err.find("is higher than the kubeadm version \"v1.30.6\". Upgrade "
+                                 "kubeadm first"),
+            std::string::npos)
+      << old_kubeadm.err;
+  Result version = Run("kubectl get --raw /version", "master", AdminEnv());
+  EXPECT_NE(version.out.find("\"gitVersion\": \"v1.30.6\""), std::string::npos) << version.out;
+
+  Result apply = Run("kubeadm upgrade apply v1.31.2 -y", "master", kubeadm_at("1.31.2"));
+  ASSERT_EQ(apply.rc, 0) << apply.err;
+  EXPECT_NE(apply.out.find("[upgrade/successful] SUCCESS! Your cluster was upgraded to "
+                           "\"v1.31.2\". Enjoy!"),
+            std::string::npos)
+      << apply.out;
+  version = Run("kubectl get --raw /version", "master", AdminEnv());
+  EXPECT_NE(version.out.find("\"gitVersion\": \"v1.31.2\""), std::string::npos) << version.out;
+  EXPECT_NE(ReadFile(dir_ / "master/etc/kubernetes/manifests/kube-apiserver.yaml")
+                .find("registry.k8s.io/kube-apiserver:v1.31.2"),
+            std::string::npos);
+
+  // The worker: its kubeadm must be at the cluster's minor first.
+  Result stale = Run("kubeadm upgrade node", "worker", "GPUCTL_KUBE_VERSION_KUBEADM=1.30.6");
+  EXPECT_EQ(stale.rc, 1);
+  EXPECT_NE(stale.err.find("does not match the cluster version \"v1.31.2\""), std::string::npos)
+      << stale.err;
+  Result node = Run("kubeadm upgrade node", "worker", "GPUCTL_KUBE_VERSION_KUBEADM=1.31.2");
+  ASSERT_EQ(node.rc, 0) << node.err;
+  EXPECT_NE(node.out.find("[upgrade] The configuration for this node was successfully updated!"),
+            std::string::npos)
+      << node.out;
+  // 1.31's pause image in the kubelet's flags.
+  EXPECT_NE(ReadFile(dir_ / "worker/var/lib/kubelet/kubeadm-flags.env")
+                .find("--pod-infra-container-image=registry.k8s.io/pause:3.10"),
+            std::string::npos);
 }
 
 TEST_F(KubeStandinTest, PreflightRefusesSwapAndUnsetSysctls) {

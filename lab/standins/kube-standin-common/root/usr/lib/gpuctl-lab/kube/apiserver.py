@@ -957,6 +957,11 @@ def lab_route(s, method, parts, b, t):
     if parts == ["apply"] and method == "POST":
         return 200, do_apply(s, b.get("objects") or [], b.get("namespace") or "default",
                              bool(b.get("delete")), t)
+    if parts == ["upgrade"] and method == "POST":
+        # kubeadm upgrade apply: the control plane now runs this version.
+        s["version"] = b["version"]
+        STORE.save()
+        return 200, kl.version_info(s["version"][1:])
     if parts == ["releases"] and method == "GET":
         return 200, {"releases": sorted(s["releases"].values(),
                                         key=lambda r: (r["namespace"], r["name"]))}

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""kubeadm stand-in: init, join, reset -f, token create|list, version -o short.
+"""kubeadm stand-in: init, join, reset -f, token create|list, version -o short,
+upgrade apply VERSION [-y] and upgrade node.
 
 init runs real preflight checks (swap, sysctls, existing manifests, port),
 creates a real CA with openssl (so the usual `openssl x509 -pubkey ...` pin
@@ -708,6 +709,148 @@ Please, check the contents of the $HOME/.kube/config file.""")
     return 0
 
 
+# ------------------------------------------------------------------ upgrade
+
+def cluster_version(conf):
+    """The control plane's version (x.y.z), asked of the API server."""
+    try:
+        kc = kl.load_kubeconfig(kl.rpath(conf))
+    except (OSError, ValueError) as e:
+        fail("unable to read config from %s: %s" % (conf, e))
+    try:
+        info = kl.Client.from_kubeconfig(kc).request("GET", "/version")
+    except kl.ConnError as e:
+        fail("[upgrade/init config] FATAL: failed to get the Kubernetes version of the cluster: "
+             "Get \"https://%s/version\": %s" % (kc.hostport, e.dial()))
+    except kl.ApiError as e:
+        fail("[upgrade/init config] FATAL: %s" % e)
+    return info["gitVersion"].lstrip("v"), kc
+
+
+def version_tuple(v):
+    m = re.match(r"^v?(\d+)\.(\d+)\.(\d+)$", v or "")
+    return tuple(int(x) for x in m.groups()) if m else None
+
+
+def upgrade_policy(target, cluster, kubeadm):
+    """kubeadm's version skew policy for upgrade apply: the fatal errors."""
+    errors = []
+    t, c, k = version_tuple(target), version_tuple(cluster), version_tuple(kubeadm)
+    if t[1] > c[1] + 1:
+        errors.append("Specified version to upgrade to \"v%s\" is too high; kubeadm can "
+                      "upgrade only 1 minor version at a time" % target)
+    if t[1] < c[1]:
+        # (The stand-in's words: the lab never downgrades a control plane.)
+        errors.append("Specified version to upgrade to \"v%s\" is lower than the cluster "
+                      "version \"v%s\": downgrades across minor versions are not "
+                      "supported" % (target, cluster))
+    if k < t:
+        errors.append("Specified version to upgrade to \"v%s\" is higher than the kubeadm "
+                      "version \"v%s\". Upgrade kubeadm first using the tool you used to "
+                      "install kubeadm" % (target, kubeadm))
+    return errors
+
+
+def retag_manifests(version):
+    """The control plane's static pods at the new version (etcd stays)."""
+    d = kl.rpath(K + "/manifests")
+    for name in ("kube-apiserver", "kube-controller-manager", "kube-scheduler"):
+        path = os.path.join(d, name + ".yaml")
+        with open(path) as f:
+            text = f.read()
+        kl.write_file(path, re.sub(r"(registry\.k8s\.io/%s:)v[0-9.]+" % name,
+                                   r"\g<1>v" + version, text), 0o600)
+
+
+def cmd_upgrade_apply(argv):
+    spec = {"yes": "bool", "force": "bool", "ignore-preflight-errors": "list"}
+    try:
+        opts, pos, _ = kl.parse_flags(argv, spec, aliases={"y": "yes", "f": "force"})
+    except kl.UsageError as e:
+        fail(str(e))
+    if len(pos) != 1:
+        fail("missing one or more required arguments: specify a version to upgrade to")
+    target = pos[0].lstrip("v")
+    if version_tuple(target) is None:
+        fail("[upgrade/version] FATAL: invalid version \"%s\"" % pos[0])
+    if not os.path.exists(kl.rpath(K + "/admin.conf")):
+        fail("[upgrade/init config] FATAL: couldn't load kubeconfig: open %s/admin.conf: no such "
+             "file or directory" % K)
+    out("[preflight] Running pre-flight checks.")
+    out("[upgrade/config] Reading configuration from the cluster...")
+    cluster, kc = cluster_version(K + "/admin.conf")
+    kubeadm = kl.package_version("kubeadm")
+    out("[upgrade] Running cluster health checks")
+    out("[upgrade/version] You have chosen to change the cluster version to \"v%s\"" % target)
+    out("[upgrade/versions] Cluster version: v%s" % cluster)
+    out("[upgrade/versions] kubeadm version: v%s" % kubeadm)
+    errors = upgrade_policy(target, cluster, kubeadm)
+    if errors:
+        fail("[upgrade/version] FATAL: the --version argument is invalid due to these fatal "
+             "errors:\n\n%s\nPlease fix the misalignments highlighted above and try upgrading "
+             "again" % "".join("\t- %s\n" % e for e in errors))
+    if not (opts.get("yes") or opts.get("force")):
+        sys.stdout.write("[upgrade] Are you sure you want to proceed? [y/N]: ")
+        sys.stdout.flush()
+        if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+            fail("won't proceed; the user didn't answer (Y|n) in order to continue")
+    out("[upgrade/prepull] Pulling images required for setting up a Kubernetes cluster")
+    out("[upgrade/apply] Upgrading your Static Pod-hosted control plane to version \"v%s\"..."
+        % target)
+    retag_manifests(target)
+    try:
+        kl.Client.from_kubeconfig(kc).request("POST", "/gpuctl-lab/v1/upgrade",
+                                              {"version": "v" + target})
+    except (kl.ConnError, kl.ApiError) as e:
+        fail("[upgrade/apply] FATAL: couldn't upgrade control plane: %s" % e)
+    write_kubelet_files(target)
+    out("[upgrade/kubelet-config] The kubelet configuration for this node was successfully "
+        "updated!")
+    out("")
+    out("[upgrade/successful] SUCCESS! Your cluster was upgraded to \"v%s\". Enjoy!" % target)
+    out("")
+    out("[upgrade/kubelet] Now that your control plane is upgraded, please proceed with "
+        "upgrading your kubelets if you haven't already done so.")
+    return 0
+
+
+def cmd_upgrade_node(argv):
+    try:
+        kl.parse_flags(argv, {"ignore-preflight-errors": "list"})
+    except kl.UsageError as e:
+        fail(str(e))
+    conf = K + "/kubelet.conf"
+    if not os.path.exists(kl.rpath(conf)):
+        fail("couldn't create a Kubernetes client from file \"%s\": failed to load admin "
+             "kubeconfig: open %s: no such file or directory" % (conf, conf))
+    out("[upgrade] Reading configuration from the cluster...")
+    cluster, _ = cluster_version(conf)
+    kubeadm = kl.package_version("kubeadm")
+    # The node's kubelet configuration is the cluster's version's: a kubeadm
+    # of another minor would write another.
+    if kl.minor(kubeadm) != kl.minor(cluster):
+        fail("[upgrade] FATAL: the kubeadm version \"v%s\" does not match the cluster version "
+             "\"v%s\": upgrade kubeadm to the cluster's version first" % (kubeadm, cluster))
+    out("[preflight] Running pre-flight checks")
+    out("[preflight] Skipping prepull. Not a control plane node.")
+    out("[upgrade] Skipping phase. Not a control plane node.")
+    write_kubelet_files(cluster)
+    out("[upgrade] The configuration for this node was successfully updated!")
+    out("[upgrade] Now you should go ahead and upgrade the kubelet package using your package "
+        "manager.")
+    return 0
+
+
+def cmd_upgrade(argv):
+    sub = argv[0] if argv else ""
+    if sub == "apply":
+        return cmd_upgrade_apply(argv[1:])
+    if sub == "node":
+        return cmd_upgrade_node(argv[1:])
+    fail("unknown command \"%s\" for \"kubeadm upgrade\"" % sub)
+    return 1
+
+
 # ------------------------------------------------------------------ token
 
 def token_client(opts):
@@ -829,6 +972,7 @@ Available Commands:
   join        Run this on any machine you wish to join an existing cluster
   reset       Performs a best effort revert of changes made to this host by 'kubeadm init' or 'kubeadm join'
   token       Manage bootstrap tokens
+  upgrade     Upgrade your cluster smoothly to a newer version with this command
   version     Print the version of kubeadm
 """
 
@@ -838,7 +982,7 @@ def main(argv):
         sys.stdout.write(USAGE)
         return 0
     cmds = {"init": cmd_init, "join": cmd_join, "reset": cmd_reset, "token": cmd_token,
-            "version": cmd_version}
+            "upgrade": cmd_upgrade, "version": cmd_version}
     fn = cmds.get(argv[0])
     if fn is None:
         fail("unknown command \"%s\" for \"kubeadm\"" % argv[0])
