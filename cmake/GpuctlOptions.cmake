@@ -64,6 +64,22 @@ function(gpuctl_warnings target)
   endif()
 endfunction()
 
+# Unity builds: a target's sources compiled eight to a translation unit.
+# The headers and templates they share (fmt, nlohmann_json, yaml-cpp, the
+# standard library, gpuctl's own) are parsed and instantiated once per eight
+# files instead of once per file: the library and the CLI build in 40% of
+# the processor time (248 s against 650 s under ASan, user+sys, measured
+# one after the other on a 2-core machine like CI's). CI builds them four
+# times (Release, ASan, TSan, the fuzzers). Each source must therefore keep
+# its file-local names (anonymous namespaces) distinct from its neighbours';
+# a collision is a compile error, fixed by a better name.
+option(GPUCTL_UNITY "Build each target as unity translation units" ON)
+function(gpuctl_unity target)
+  if(GPUCTL_UNITY)
+    set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 8)
+  endif()
+endfunction()
+
 # Precompiled headers: every translation unit includes the same heavy
 # header-only libraries (CLI11 in each command's file, fmt, nlohmann_json,
 # GoogleTest in each test file); parsing them once per target instead of once

@@ -29,16 +29,16 @@ constexpr std::size_t kMaxOptions = 1024;
 constexpr int kMaxPort = 65535;
 
 bool IsLetter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-bool IsAlnum(char c) { return IsLetter(c) || IsDigit(c); }
+bool IsAsciiDigit(char c) { return c >= '0' && c <= '9'; }
+bool IsAsciiAlnum(char c) { return IsLetter(c) || IsAsciiDigit(c); }
 bool In(char c, std::string_view set) { return set.find(c) != std::string_view::npos; }
 
 // Characters a path on a node or a URL may hold: enough for real layouts
 // (versions, %-escapes, ~user, a:b) and nothing a shell, an /etc/exports or
 // fstab line, a TOML string or a YAML scalar reads specially ($, `, quotes,
 // \, ;, &, |, spaces, newlines, #, ?, *).
-bool PathChar(char c) { return IsAlnum(c) || In(c, "-._~/%+:@=,"); }
-bool NameChar(char c) { return IsAlnum(c) || In(c, "_-."); }
+bool PathChar(char c) { return IsAsciiAlnum(c) || In(c, "-._~/%+:@=,"); }
+bool NameChar(char c) { return IsAsciiAlnum(c) || In(c, "_-."); }
 
 // The first character of `text` that `ok` refuses, described; "" when none.
 template <typename Ok>
@@ -88,7 +88,7 @@ std::string NameProblem(std::string_view text, std::size_t max, bool (*first_ok)
   return TooLong(text, max);
 }
 
-bool StartsAlnum(char c) { return IsAlnum(c); }
+bool StartsAlnum(char c) { return IsAsciiAlnum(c); }
 
 }  // namespace
 
@@ -115,7 +115,7 @@ std::string HostNameProblem(std::string_view text) {
   if (text.empty()) {
     return "expected a host name, got an empty string";
   }
-  if (std::string bad = FirstBad(text, [](char c) { return IsAlnum(c) || In(c, "-."); });
+  if (std::string bad = FirstBad(text, [](char c) { return IsAsciiAlnum(c) || In(c, "-."); });
       !bad.empty()) {
     return fmt::format("a host name may not contain {} (letters, digits, '-' and '.' only)", bad);
   }
@@ -130,7 +130,7 @@ std::string AddressProblem(std::string_view text) {
   if (text.empty()) {
     return "expected an address, got an empty string";
   }
-  if (std::string bad = FirstBad(text, [](char c) { return IsAlnum(c) || In(c, "-.:"); });
+  if (std::string bad = FirstBad(text, [](char c) { return IsAsciiAlnum(c) || In(c, "-.:"); });
       !bad.empty()) {
     return fmt::format("an address may not contain {}", bad);
   }
@@ -141,7 +141,7 @@ std::string AddressProblem(std::string_view text) {
 }
 
 std::string CidrProblem(std::string_view text) {
-  if (std::string bad = FirstBad(text, [](char c) { return IsAlnum(c) || In(c, ".:/"); });
+  if (std::string bad = FirstBad(text, [](char c) { return IsAsciiAlnum(c) || In(c, ".:/"); });
       !bad.empty()) {
     return fmt::format("a CIDR may not contain {}", bad);
   }
@@ -159,7 +159,7 @@ std::string NfsClientProblem(std::string_view text) {
   if (text.empty()) {
     return std::string(kExpected);
   }
-  if (std::string bad = FirstBad(text, [](char c) { return IsAlnum(c) || In(c, "-._:/*?@"); });
+  if (std::string bad = FirstBad(text, [](char c) { return IsAsciiAlnum(c) || In(c, "-._:/*?@"); });
       !bad.empty()) {
     return fmt::format("an NFS client may not contain {}", bad);
   }
@@ -168,7 +168,7 @@ std::string NfsClientProblem(std::string_view text) {
   }
   if (text.front() == '@') {
     const std::string_view group = text.substr(1);
-    const bool ok = !group.empty() && group.size() <= kMaxName && IsAlnum(group.front()) &&
+    const bool ok = !group.empty() && group.size() <= kMaxName && IsAsciiAlnum(group.front()) &&
                     std::all_of(group.begin(), group.end(), NameChar);
     return ok ? "" : "a netgroup is '@' and a name of letters, digits, '_', '-' and '.'";
   }
@@ -193,7 +193,7 @@ std::string MountOptionsProblem(std::string_view text) {
   if (text.empty()) {
     return "expected options, got an empty string";
   }
-  if (std::string bad = FirstBad(text, [](char c) { return IsAlnum(c) || In(c, "_-.:+@=,"); });
+  if (std::string bad = FirstBad(text, [](char c) { return IsAsciiAlnum(c) || In(c, "_-.:+@=,"); });
       !bad.empty()) {
     return fmt::format(
         "options may not contain {} (a comma-separated list of name or "
@@ -280,7 +280,7 @@ bool IsUnlimited(std::string_view text) {
 std::string SplitSlurmTime(std::string_view text, SlurmTimeFields& out) {
   const auto number = [](std::string_view digits, long long& value) {
     if (digits.empty() || digits.size() > 7 ||
-        !std::all_of(digits.begin(), digits.end(), IsDigit)) {
+        !std::all_of(digits.begin(), digits.end(), IsAsciiDigit)) {
       return false;
     }
     value = std::stoll(std::string(digits));
@@ -334,7 +334,8 @@ std::string SlurmTimeProblem(std::string_view text) {
     return fmt::format("may not be empty ({})", kForms);
   }
   // Hostile characters are named first; letters only spell the two words.
-  if (std::string bad = FirstBad(text, [](char c) { return IsAlnum(c) || c == ':' || c == '-'; });
+  if (std::string bad =
+          FirstBad(text, [](char c) { return IsAsciiAlnum(c) || c == ':' || c == '-'; });
       !bad.empty()) {
     return fmt::format("a time may not contain {}", bad);
   }
@@ -383,7 +384,7 @@ std::string GpuModelProblem(std::string_view text) {
     return "expected a GPU model, got an empty string";
   }
   if (std::string bad =
-          FirstBad(text, [](char c) { return IsAlnum(c) || c == ' ' || In(c, "-_.()+"); });
+          FirstBad(text, [](char c) { return IsAsciiAlnum(c) || c == ' ' || In(c, "-_.()+"); });
       !bad.empty()) {
     if (bad == "whitespace") {
       bad = "a tab";
@@ -393,7 +394,7 @@ std::string GpuModelProblem(std::string_view text) {
         "'-_.()+' only)",
         bad);
   }
-  if (!IsAlnum(text.front()) || text.back() == ' ') {
+  if (!IsAsciiAlnum(text.front()) || text.back() == ' ') {
     return "a GPU model starts with a letter or a digit and does not end with a space";
   }
   if (text.find("  ") != std::string_view::npos) {
@@ -406,11 +407,11 @@ std::string VersionProblem(std::string_view text) {
   if (text.empty()) {
     return "expected a version, got an empty string";
   }
-  if (std::string bad = FirstBad(text, [](char c) { return IsAlnum(c) || In(c, ".-_+~"); });
+  if (std::string bad = FirstBad(text, [](char c) { return IsAsciiAlnum(c) || In(c, ".-_+~"); });
       !bad.empty()) {
     return fmt::format("a version may not contain {} (letters, digits and '.-_+~' only)", bad);
   }
-  if (!IsAlnum(text.front())) {
+  if (!IsAsciiAlnum(text.front())) {
     return "a version starts with a letter or a digit";
   }
   if (text.find("..") != std::string_view::npos) {
@@ -452,7 +453,7 @@ std::string SysctlKeyProblem(std::string_view text) {
     return "expected a kernel parameter name, got an empty string";
   }
   if (std::string bad = FirstBad(
-          text, [](char c) { return (c >= 'a' && c <= 'z') || IsDigit(c) || In(c, "_-./"); });
+          text, [](char c) { return (c >= 'a' && c <= 'z') || IsAsciiDigit(c) || In(c, "_-./"); });
       !bad.empty()) {
     return fmt::format(
         "a kernel parameter name may not contain {} (lower-case letters, digits, '_', '-', "
@@ -483,7 +484,8 @@ std::string SysctlValueProblem(std::string_view text) {
   if (text.empty()) {
     return "expected a value, got an empty string";
   }
-  if (std::string bad = FirstBad(text, [](char c) { return IsAlnum(c) || In(c, " -_.:/,+=@%"); });
+  if (std::string bad =
+          FirstBad(text, [](char c) { return IsAsciiAlnum(c) || In(c, " -_.:/,+=@%"); });
       !bad.empty()) {
     return fmt::format(
         "a kernel parameter value may not contain {} (words of letters, digits and "
@@ -501,11 +503,11 @@ std::string EnvVarNameProblem(std::string_view text) {
   if (text.empty()) {
     return "expected a variable name, got an empty string";
   }
-  if (std::string bad = FirstBad(text, [](char c) { return IsAlnum(c) || c == '_'; });
+  if (std::string bad = FirstBad(text, [](char c) { return IsAsciiAlnum(c) || c == '_'; });
       !bad.empty()) {
     return fmt::format("a variable name may not contain {} (letters, digits and '_' only)", bad);
   }
-  if (IsDigit(text.front())) {
+  if (IsAsciiDigit(text.front())) {
     return "a variable name does not start with a digit";
   }
   return TooLong(text, kMaxEnvName);
@@ -513,8 +515,8 @@ std::string EnvVarNameProblem(std::string_view text) {
 
 std::string UserNameProblem(std::string_view text) {
   return NameProblem(
-      text, kMaxUserName, [](char c) { return IsAlnum(c) || c == '_'; }, "a letter, a digit or '_'",
-      NameChar, "letters, digits, '_', '-' and '.'");
+      text, kMaxUserName, [](char c) { return IsAsciiAlnum(c) || c == '_'; },
+      "a letter, a digit or '_'", NameChar, "letters, digits, '_', '-' and '.'");
 }
 
 std::string UrlProblem(std::string_view text) {
@@ -545,7 +547,7 @@ std::string UrlProblem(std::string_view text) {
     host = authority.substr(0, colon);
     const std::string_view port = authority.substr(colon + 1);
     const bool digits =
-        !port.empty() && port.size() <= 5 && std::all_of(port.begin(), port.end(), IsDigit);
+        !port.empty() && port.size() <= 5 && std::all_of(port.begin(), port.end(), IsAsciiDigit);
     if (!digits || std::stoi(std::string(port)) < 1 || std::stoi(std::string(port)) > kMaxPort) {
       return fmt::format("invalid port '{}' (1-65535)", port);
     }

@@ -34,7 +34,7 @@ const std::string& Now() {
 
 // A journal line: time, event and node first, then the event's fields
 // (json_line.h says why lines are not built as JSON objects).
-JsonLine Line(const char* kind, const std::string& node) {
+JsonLine EventLine(const char* kind, const std::string& node) {
   JsonLine line;
   line.Reserve(256);  // a typical event's line, grown once
   line.Text("time", Now()).Text("event", kind).Text("node", node);
@@ -91,7 +91,7 @@ void Journal::Flush() {
 }
 
 void Journal::RunStarted(const std::string& command, const std::string& target) {
-  Write(Line("run", "")
+  Write(EventLine("run", "")
             .Text("format", "gpuctl.journal/v1")
             .Text("gpuctl", kVersion)
             .Text("command", command)
@@ -102,7 +102,7 @@ void Journal::RunStarted(const std::string& command, const std::string& target) 
 void Journal::RunFinished(const std::string& outcome, const PlanSummary& summary,
                           std::size_t rebooted, double seconds) {
   const auto count = [](std::size_t n) { return static_cast<long long>(n); };
-  Write(Line("finish", "")
+  Write(EventLine("finish", "")
             .Text("outcome", outcome)
             .Real("seconds", seconds)
             .Number("nodes", count(summary.nodes))
@@ -115,15 +115,15 @@ void Journal::RunFinished(const std::string& outcome, const PlanSummary& summary
 }
 
 void Journal::PhaseStarted(const std::string& title) {
-  Write(Line("phase", "").Text("phase", title), true);
+  Write(EventLine("phase", "").Text("phase", title), true);
 }
 
 void Journal::NodeConnected(const std::string& node, std::chrono::milliseconds took) {
-  Write(Line("connected", node).Number("ms", took.count()));
+  Write(EventLine("connected", node).Number("ms", took.count()));
 }
 
 void Journal::NodeFailed(const std::string& node, const std::string& error) {
-  Write(Line("node-failed", node).Text("error", error), true);
+  Write(EventLine("node-failed", node).Text("error", error), true);
 }
 
 void Journal::CommandStarted(const std::string& node, const std::string& step, Activity activity,
@@ -131,13 +131,13 @@ void Journal::CommandStarted(const std::string& node, const std::string& step, A
   // On disk before the change runs: a run killed mid-change leaves this
   // line for the next one to name. Other lines may wait in the buffer (a
   // write a line costs a system call for each of a large apply's events).
-  Write(Line("start", node).Text("step", step).Text("activity", ToString(activity)),
+  Write(EventLine("start", node).Text("step", step).Text("activity", ToString(activity)),
         activity == Activity::kChange);
 }
 
 void Journal::CommandFinished(const std::string& node, const std::string& step, Activity activity,
                               const CommandResult& result) {
-  Write(Line("end", node)
+  Write(EventLine("end", node)
             .Text("step", step)
             .Text("activity", ToString(activity))
             .Number("exit", result.exit_status)
@@ -148,14 +148,14 @@ void Journal::CommandFinished(const std::string& node, const std::string& step, 
 }
 
 void Journal::ItemUpdated(const PlanItem& item) {
-  Write(Line("item", item.node)
+  Write(EventLine("item", item.node)
             .Text("step", item.step)
             .Text("state", ToString(item.state))
             .Text("detail", item.detail));
 }
 
 void Journal::Note(const std::string& node, const std::string& message) {
-  Write(Line("note", node).Text("message", message), true);
+  Write(EventLine("note", node).Text("message", message), true);
 }
 
 std::vector<std::pair<std::string, std::string>> UnfinishedSteps(const std::string& journal_path) {
