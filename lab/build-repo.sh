@@ -338,9 +338,18 @@ echo "build-repo: $(grep -c . "$work/builds") stand-in packages"
 if [ "$mirror" = 1 ] && [ -f "$mirror_list" ]; then
   # "universe: munge slurm-wlm" puts those in Ubuntu's universe; what they
   # pull in beyond the host, and lines without a component, go to main.
+  # "host: NAME" mirrors the host's own installed version of a package the
+  # node already has (to main): what a package gpuctl installs takes away,
+  # which no simulated install can list.
   declare -A component=()
+  host_pkgs=()
   while read -r line; do
     c=main
+    if [[ $line =~ ^host:(.*)$ ]]; then
+      read -ra names <<<"${BASH_REMATCH[1]}"
+      host_pkgs+=("${names[@]}")
+      continue
+    fi
     if [[ $line =~ ^(main|restricted|universe):(.*)$ ]]; then c=${BASH_REMATCH[1]} line=${BASH_REMATCH[2]}; fi
     for p in $line; do component[$p]=$c; done
   done < <(sed 's/#.*//' "$mirror_list")
@@ -354,6 +363,10 @@ if [ "$mirror" = 1 ] && [ -f "$mirror_list" ]; then
     }
     # "Inst slurmd (22.05.8-4+deb12u3 Debian:12.12/stable [amd64])" -> slurmd=22.05.8-4+deb12u3
     sed -nE 's/^Inst ([^ ]+) (\[[^]]*\] )?\(([^ ]+) .*/\1=\3/p' "$work/sim" | sort >"$work/pins"
+    for p in "${host_pkgs[@]}"; do
+      v=$(dpkg-query -W -f='${Version}' "$p") || { echo "build-repo: host: $p is not installed here" >&2; exit 1; }
+      echo "$p=$v" >>"$work/pins"
+    done
     fetch=()
     while IFS='=' read -r p v; do
       compgen -G "$cache/${p}_${v//:/%3a}_*.deb" >/dev/null || fetch+=("$p=$v")

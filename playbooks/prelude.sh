@@ -250,6 +250,17 @@ svc_state() {
   fi
 }
 
+# svc_enable [--now] UNIT: systemctl enable (and start, with --now),
+# recording UNIT in the ledger when it was not enabled before, so a reset
+# disables what gpuctl enabled and nothing the admin had.
+svc_enable() {
+  _sen=
+  [ "$1" != --now ] || { _sen=--now; shift; }
+  systemctl is-enabled -q "$1" 2>/dev/null || gpuctl_note unit "$1"
+  # shellcheck disable=SC2086 # --now or nothing
+  systemctl enable --quiet $_sen "$1"
+}
+
 # svc_exists UNIT: true when systemd knows UNIT (a unit file, or masked).
 svc_exists() {
   if _gpuctl_svc "$1"; then [ "$_gsl" != not-found ]; return; fi
@@ -308,6 +319,7 @@ pkg_repair() {
 # node never pays for `apt-get update`. Exits the script on failure, the
 # lines that explain it (pkg_explain) last on stderr.
 pkg_install() {
+  pkg_new "$@"
   _pkl=$(mktemp) || exit 1
   case "$GPUCTL_OS_FAMILY" in
     debian)
@@ -327,6 +339,54 @@ pkg_install() {
       ;;
   esac
   rm -f "$_pkl"
+  pkg_note_new
+}
+
+# pkg_new ARG...: before an install, sets _pks to every installed package's
+# name and _pkn to the packages among the install's arguments (NAME,
+# NAME=VERSION on apt, NAME-VERSION on dnf; options skipped) that are not
+# installed; pkg_note_new, after it, records in the ledger every package the
+# install brought, its dependencies too ("package NAME"; _pkn's when the
+# list cannot be read), and the admin's packages it took away ("removed
+# NAME": chrony replaces systemd-timesyncd), for `reset --packages`.
+pkg_new() {
+  _pkn=
+  for _pa in "$@"; do
+    case "$_pa" in -*) continue ;; esac
+    pkg_installed "${_pa%%=*}" || _pkn="$_pkn ${_pa%%=*}"
+  done
+  _pks=$(pkg_names)
+}
+pkg_note_new() {
+  for _pa in $_pkn; do
+    case "$GPUCTL_OS_FAMILY" in
+      debian) _pa=$(dpkg-query -W -f='${Package}' "$_pa" 2>/dev/null) ;;
+      rhel) _pa=$(rpm -q --qf '%{NAME}\n' "$_pa" 2>/dev/null | head -n 1) ;;
+    esac
+    [ -z "$_pa" ] || gpuctl_note package "$_pa"
+  done
+  _pka=$(pkg_names)
+  _pkb=" $(printf '%s\n' "$_pks" | tr '\n' ' ') "
+  if [ -n "$_pks" ]; then
+    for _pa in $_pka; do
+      case "$_pkb" in *" $_pa "*) ;; *) gpuctl_note package "$_pa" ;; esac
+    done
+  fi
+  _pka=" $(printf '%s\n' "$_pka" | tr '\n' ' ') "
+  for _pa in $_pks; do
+    case "$_pka" in *" $_pa "*) continue ;; esac
+    # One of gpuctl's own (an old driver branch) is not the admin's.
+    grep -qxF "package $_pa" "${GPUCTL_LEDGER:-/var/lib/gpuctl/ledger}" 2>/dev/null ||
+      gpuctl_note removed "$_pa"
+  done
+  _pkn='' _pks=''
+}
+# pkg_names: the installed packages' names, one a line.
+pkg_names() {
+  case "$GPUCTL_OS_FAMILY" in
+    debian) dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n' 2>/dev/null | awk '$1 ~ /^.i/ { print $2 }' ;;
+    rhel) rpm -qa --qf '%{NAME}\n' 2>/dev/null ;;
+  esac
 }
 
 # file_is PATH CONTENT: true when PATH holds exactly CONTENT (plus newline).
@@ -382,6 +442,40 @@ gpuctl_backup() {
   fi
 }
 
+# The ledger (GPUCTL_LEDGER, default /var/lib/gpuctl/ledger): what gpuctl
+# did on this node that `gpuctl reset` undoes, a line each, appended as it
+# happens: "file created|replaced SHA256 PATH" for each write (the first
+# line of a path says whether gpuctl created it or replaced the admin's,
+# whose original gpuctl_backup keeps; the last one what gpuctl wrote),
+# "hold NAME", "package NAME" (installed by gpuctl, not there before) and
+# "unit NAME" (enabled by gpuctl, not enabled before).
+
+# gpuctl_note KIND VALUE: appends "KIND VALUE" unless the ledger has it.
+gpuctl_note() {
+  _gl=${GPUCTL_LEDGER:-/var/lib/gpuctl/ledger}
+  ! grep -qxF "$1 $2" "$_gl" 2>/dev/null || return 0
+  if ! { mkdir -p "${_gl%/*}" && printf '%s %s\n' "$1" "$2" >>"$_gl"; }; then
+    gpuctl_fail "cannot record '$1 $2' in $_gl"
+  fi
+}
+
+# ledger_list KIND: the values of the ledger's KIND lines, once each, in
+# the order gpuctl recorded them.
+ledger_list() {
+  [ -f "${GPUCTL_LEDGER:-/var/lib/gpuctl/ledger}" ] || return 0
+  sed -n "s/^$1 //p" "${GPUCTL_LEDGER:-/var/lib/gpuctl/ledger}" | awk '!seen[$0]++'
+}
+
+# gpuctl_note_file PATH NEW: records a write of PATH (NEW non-empty: the
+# file did not exist before it), keeping the kind its first line gave.
+gpuctl_note_file() {
+  _gl=${GPUCTL_LEDGER:-/var/lib/gpuctl/ledger}
+  _gk=$(awk -v p="$1" '$1 == "file" { r = $0; sub(/^[^ ]+ [^ ]+ [^ ]+ /, "", r); if (r == p) { print $2; exit } }' "$_gl" 2>/dev/null)
+  [ -n "$_gk" ] || { _gk=replaced; [ -z "$2" ] || _gk=created; }
+  _gs=$(sha256sum "$1") || gpuctl_fail "cannot read back $1"
+  gpuctl_note "file $_gk" "${_gs%% *} $1"
+}
+
 # gpuctl_put PATH MODE COMMAND [ARG...]: replaces PATH with COMMAND's output
 # (COMMAND must print the same on a second run: it runs again to check the
 # temp file). MODE empty: PATH's mode (0644 for a new file).
@@ -408,6 +502,7 @@ gpuctl_put() {
   gpuctl_backup "$_gp"
   mv -f "$_gt" "$_gp" || gpuctl_fail "cannot write $_gp"
   _gt=
+  gpuctl_note_file "$_gp" "$_gnew"
   # A new file gets the context policy gives its path.
   if [ -n "$_gnew" ] && command -v restorecon >/dev/null 2>&1; then restorecon "$_gp" || true; fi
 }
@@ -463,14 +558,15 @@ dnf_hold() {
   [ -f "$_dh_src" ] || _dh_src=/dev/null
   gpuctl_put /etc/dnf/dnf.conf "" _dnf_with_excludes
 }
-# One excludepkgs line in [main] ($_dh_all), the file's other lines as they are.
+# One excludepkgs line in [main] ($_dh_all; none when empty), the file's
+# other lines as they are.
 _dnf_with_excludes() {
-  awk -v line="excludepkgs=$_dh_all" '
+  awk -v all="$_dh_all" '
     /^\[/ { s = $0 }
     s == "[main]" && /^[ \t]*exclude(pkgs)?[ \t]*=/ { next }
     { print }
-    $0 == "[main]" { print line }' "$_dh_src"
-  grep -qx '\[main\]' "$_dh_src" || printf '[main]\n%s\n' "excludepkgs=$_dh_all"
+    $0 == "[main]" && all != "" { print "excludepkgs=" all }' "$_dh_src"
+  [ -z "$_dh_all" ] || grep -qx '\[main\]' "$_dh_src" || printf '[main]\n%s\n' "excludepkgs=$_dh_all"
 }
 
 # pkg_unheld PATTERN...: the installed packages matching the patterns (dpkg
@@ -497,6 +593,7 @@ pkg_unheld() {
 # pkg_hold NAME...: holds the installed packages at their versions.
 pkg_hold() {
   [ $# -gt 0 ] || return 0
+  for _ph in "$@"; do gpuctl_note hold "$_ph"; done
   case "$GPUCTL_OS_FAMILY" in
     debian) apt-mark hold "$@" >/dev/null ;;
     rhel) dnf_hold "$@" ;;

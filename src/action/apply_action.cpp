@@ -13,6 +13,7 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
+#include "gpuctl/action/reset.h"
 #include "gpuctl/run/drift.h"
 #include "gpuctl/run/run_history.h"
 #include "gpuctl/run/script_trace.h"
@@ -131,6 +132,7 @@ const ApplyAction::Prepared& ApplyAction::Prepare() {
       .Add(MakeIdentifyPhase())
       .Add(MakePlanPhase(spec_.inventory))
       .Add(MakeLimitPhase(spec_.targets))
+      .Add(MakeResetScopePhase(spec_.reset_nodes))
       .Add(MakeLockPhase(std::filesystem::path(run_dir_).filename().string(),
                          settings_.holder.empty() ? ThisHolder() : settings_.holder,
                          settings_.break_lock))

@@ -62,8 +62,8 @@ std::optional<Spec> LoadSpec(const std::string& inventory_path, const SpecOption
     }
   }
   std::set<std::string> reach = NodesReached(*inventory, *catalog, targets);
-  return Spec{std::move(*inventory), std::move(*catalog), Digest(*text), std::move(targets),
-              std::move(reach)};
+  return Spec{std::move(*inventory), std::move(*catalog), Digest(*text),
+              std::move(targets),    std::move(reach),    {}};
 }
 
 std::set<std::string> NodesReached(const Inventory& inventory, const Catalog& catalog,
@@ -95,50 +95,11 @@ Plan LimitPlan(const Plan& plan, const std::set<std::string>& targets) {
   if (targets.empty()) {
     return plan;
   }
-  const auto& items = plan.items();
-  std::vector<bool> keep(items.size(), false);
-  std::vector<std::size_t> todo;
-  for (const auto& item : items) {
-    if (targets.count(item.node) > 0) {
-      todo.push_back(item.id);
-    }
+  std::vector<bool> seed(plan.items().size(), false);
+  for (const auto& item : plan.items()) {
+    seed[item.id] = targets.count(item.node) > 0;
   }
-  while (!todo.empty()) {
-    const std::size_t id = todo.back();
-    todo.pop_back();
-    if (keep[id]) {
-      continue;
-    }
-    keep[id] = true;
-    for (const std::size_t dep : items[id].after) {
-      todo.push_back(dep);
-    }
-  }
-  std::vector<std::size_t> new_id(items.size(), 0);
-  std::vector<PlanItem> kept;
-  for (const auto& item : items) {
-    if (keep[item.id]) {
-      new_id[item.id] = kept.size();
-      kept.push_back(item);
-      kept.back().id = new_id[item.id];
-    }
-  }
-  for (auto& item : kept) {
-    for (auto& dep : item.after) {
-      dep = new_id[dep];  // every prerequisite of a kept item is kept
-    }
-  }
-  std::vector<std::string> nodes;
-  for (const auto& node : plan.nodes()) {
-    bool any = targets.count(node) > 0;
-    for (const std::size_t id : plan.ItemsOf(node)) {
-      any = any || keep[id];
-    }
-    if (any) {
-      nodes.push_back(node);
-    }
-  }
-  return Plan::FromItems(std::move(nodes), std::move(kept));
+  return plan.KeepWithPrerequisites(seed, targets);
 }
 
 std::vector<std::string> ChangesOutsideLimit(const Plan& plan,

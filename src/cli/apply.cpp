@@ -13,6 +13,7 @@
 #include "cli/interrupt.h"
 #include "cli/progress.h"
 #include "gpuctl/action/apply_action.h"
+#include "gpuctl/action/reset.h"
 #include "gpuctl/util/terminal.h"
 #include "gpuctl/view/apply_view.h"
 #include "gpuctl/view/plan_view.h"
@@ -33,6 +34,10 @@ struct ApplyCliOptions {
   bool break_lock = false;
   std::string run_dir;
   bool show_ok = false;  // what is already true is not listed unless asked
+  // `gpuctl reset`: the same run, on the nodes --limit/--exclude choose
+  // (action/reset.h), and with --packages what gpuctl installed goes too.
+  bool reset = false;
+  bool packages = false;
 };
 
 bool Confirm(std::ostream& out) {
@@ -51,9 +56,29 @@ int RunApply(const ApplyCliOptions& options, const GlobalOptions& global) {
   if (!target) {
     return kExitError;
   }
-  auto spec = LoadSpec(target->inventory_path, SpecOptionsFrom(global), std::cerr);
+  SpecOptions spec_options = SpecOptionsFrom(global);
+  if (options.reset) {
+    // Reset chooses its nodes itself: the others are not limited, they
+    // forget the ones that go.
+    spec_options.limit.clear();
+    spec_options.exclude.clear();
+    if (target->saved) {
+      std::cerr << "gpuctl: reset takes the inventory, not a saved plan; nothing was sent to "
+                   "any node\n";
+      return kExitError;
+    }
+  }
+  auto spec = LoadSpec(target->inventory_path, spec_options, std::cerr);
   if (!spec) {
     return kExitError;
+  }
+  if (options.reset) {
+    if (const std::string refusal =
+            PrepareReset(*spec, global.limit, global.exclude, options.packages);
+        !refusal.empty()) {
+      std::cerr << "gpuctl: reset: " << refusal << "; nothing was sent to any node\n";
+      return kExitError;
+    }
   }
   if (const std::string refusal = SavedPlanRefusal(*target, *spec); !refusal.empty()) {
     std::cerr << "gpuctl: " << refusal << '\n';
@@ -66,7 +91,8 @@ int RunApply(const ApplyCliOptions& options, const GlobalOptions& global) {
   settings.executor.fail_fast = options.fail_fast;
   settings.executor.max_fail_percent = options.max_fail_percent;
   settings.executor.reboot_timeout = std::chrono::seconds(options.reboot_timeout_s);
-  settings.executor.drain = !options.no_drain;
+  // A reset of every node takes the cluster itself: nothing to drain onto.
+  settings.executor.drain = !options.no_drain && !ResetsWholeCluster(*spec);
   settings.executor.drain_timeout = std::chrono::seconds(options.drain_timeout_s);
   try {
     settings.executor.batch = ParseBatch(options.batch, spec->inventory.nodes.size());
@@ -106,7 +132,9 @@ int RunApply(const ApplyCliOptions& options, const GlobalOptions& global) {
   } else {
     WritePlanText(out, action.plan(), spec->inventory, action.NodeErrors(), text);
     if (!prepared.has_changes) {
-      out << NothingToApplyMessage(action.NodeErrors().size());
+      out << (options.reset && action.NodeErrors().empty()
+                  ? "\nNothing to reset: what gpuctl set up on these nodes is already undone.\n"
+                  : NothingToApplyMessage(action.NodeErrors().size()));
     } else {
       out << LeftOutNotice(action.NodeErrors().size());
       out << RebootNotice(action.plan().Summarize().rebooting_nodes, settings.executor.batch);
@@ -165,6 +193,42 @@ int RunApply(const ApplyCliOptions& options, const GlobalOptions& global) {
   return code;
 }
 
+// The options apply and reset share, after the target.
+void AddRunOptions(CLI::App& cmd, ApplyCliOptions& options) {
+  cmd.add_flag("--fail-fast", options.fail_fast, "Stop every node at the first failure");
+  cmd.add_option("--max-fail", options.max_fail_percent,
+                 "Stop every node once more than this percentage of nodes failed")
+      ->check(CLI::Range(0, 100))
+      ->capture_default_str();
+  cmd.add_option("--batch", options.batch,
+                 "Reboot at most this many nodes at once (a count, or a percentage like 25%); the "
+                 "next batch starts when the previous one is back and verified. Also how many "
+                 "members of a running cluster are drained at once (default 1)");
+  cmd.add_option("--drain-timeout", options.drain_timeout_s,
+                 "Seconds a member's drain may take (pods evicted within their disruption "
+                 "budgets, or Slurm jobs ending) before its change is given up")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd.add_flag("--no-drain", options.no_drain,
+               "Disrupt members of a running cluster without draining them first (a "
+               "maintenance window with nothing running)");
+  cmd.add_option("--reboot-timeout", options.reboot_timeout_s,
+                 "Seconds to wait for a rebooted node to answer SSH again")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd.add_flag("--show-ok", options.show_ok,
+               "List the steps that are already true too (hidden by default)");
+  auto* opts = &options;
+  cmd.add_flag(
+      "--hide-ok", [opts](std::int64_t) { opts->show_ok = false; },
+      "List only what changes (the default)");
+  cmd.add_flag("--break-lock", options.break_lock,
+               "Take the node locks even if another run holds them (only if that run is gone)");
+  cmd.add_option("--run-dir", options.run_dir,
+                 "Where the journal goes (default: $XDG_STATE_HOME/gpuctl/<cluster>/runs/<time>)");
+  AddConnectOptions(cmd, options.connect);
+}
+
 }  // namespace
 
 void SetApplyCommand(CLI::App& app, const GlobalOptions& global, int& exit_code) {
@@ -177,37 +241,27 @@ void SetApplyCommand(CLI::App& app, const GlobalOptions& global, int& exit_code)
   cmd->add_option("target", options->target, "Inventory YAML file, or a saved plan JSON")
       ->required();
   cmd->add_flag("-y,--yes", options->yes, "Apply without asking for confirmation");
-  cmd->add_flag("--fail-fast", options->fail_fast, "Stop every node at the first failure");
-  cmd->add_option("--max-fail", options->max_fail_percent,
-                  "Stop every node once more than this percentage of nodes failed")
-      ->check(CLI::Range(0, 100))
-      ->capture_default_str();
-  cmd->add_option("--batch", options->batch,
-                  "Reboot at most this many nodes at once (a count, or a percentage like 25%); the "
-                  "next batch starts when the previous one is back and verified. Also how many "
-                  "members of a running cluster are drained at once (default 1)");
-  cmd->add_option("--drain-timeout", options->drain_timeout_s,
-                  "Seconds a member's drain may take (pods evicted within their disruption "
-                  "budgets, or Slurm jobs ending) before its change is given up")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  cmd->add_flag("--no-drain", options->no_drain,
-                "Disrupt members of a running cluster without draining them first (a "
-                "maintenance window with nothing running)");
-  cmd->add_option("--reboot-timeout", options->reboot_timeout_s,
-                  "Seconds to wait for a rebooted node to answer SSH again")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  cmd->add_flag("--show-ok", options->show_ok,
-                "List the steps that are already true too (hidden by default)");
-  cmd->add_flag(
-      "--hide-ok", [options](std::int64_t) { options->show_ok = false; },
-      "List only what changes (the default)");
-  cmd->add_flag("--break-lock", options->break_lock,
-                "Take the node locks even if another run holds them (only if that run is gone)");
-  cmd->add_option("--run-dir", options->run_dir,
-                  "Where the journal goes (default: $XDG_STATE_HOME/gpuctl/<cluster>/runs/<time>)");
-  AddConnectOptions(*cmd, options->connect);
+  AddRunOptions(*cmd, *options);
+  cmd->callback([options, &global, &exit_code] { exit_code = RunApply(*options, global); });
+}
+
+void SetResetCommand(CLI::App& app, const GlobalOptions& global, int& exit_code) {
+  auto options = std::make_shared<ApplyCliOptions>();
+  options->reset = true;
+  auto* cmd = app.add_subcommand(
+      "reset",
+      "Undo what gpuctl set up on the nodes --limit/--exclude choose (every node without them): "
+      "they leave the cluster (drained, kubeadm reset, out of slurm.conf, NFS unmounted; the "
+      "whole cluster taken down when every node goes), gpuctl's files are restored or removed, "
+      "its holds and the units it enabled undone, and with --packages the packages it "
+      "installed removed. Shows the plan and asks first; a second reset changes nothing.\n"
+      "Exit status: 0 done or nothing to undo, 1 a step failed or input was refused, "
+      "130 interrupted.");
+  cmd->add_option("inventory", options->target, "Inventory YAML file")->required();
+  cmd->add_flag("-y,--yes", options->yes, "Reset without asking for confirmation");
+  cmd->add_flag("--packages", options->packages,
+                "Also remove the packages gpuctl installed (those not installed before it)");
+  AddRunOptions(*cmd, *options);
   cmd->callback([options, &global, &exit_code] { exit_code = RunApply(*options, global); });
 }
 

@@ -30,6 +30,7 @@ std::string UnknownOptionHint(CLI::App& app);
 void SetValidateCommand(CLI::App& app, const GlobalOptions& global, int& exit_code);
 void SetPlanCommand(CLI::App& app, const GlobalOptions& global, int& exit_code);
 void SetApplyCommand(CLI::App& app, const GlobalOptions& global, int& exit_code);
+void SetResetCommand(CLI::App& app, const GlobalOptions& global, int& exit_code);
 void SetCheckCommand(CLI::App& app, const GlobalOptions& global, int& exit_code);
 void SetCatalogCommand(CLI::App& app, const GlobalOptions& global, int& exit_code);
 void SetLabCommand(CLI::App& app, int& exit_code);

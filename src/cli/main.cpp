@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   gpuctl::cli::SetValidateCommand(app, global, exit_code);
   gpuctl::cli::SetPlanCommand(app, global, exit_code);
   gpuctl::cli::SetApplyCommand(app, global, exit_code);
+  gpuctl::cli::SetResetCommand(app, global, exit_code);
   gpuctl::cli::SetCheckCommand(app, global, exit_code);
   gpuctl::cli::SetCatalogCommand(app, global, exit_code);
   gpuctl::cli::SetLabCommand(app, exit_code);

@@ -58,6 +58,8 @@ bool Holds(StepCondition condition, const Node& node, const Inventory& inv) {
       return inv.policy.hold_kernel && Holds(StepCondition::kKernelModules, node, inv);
     case StepCondition::kLeavingNodes:
       return inv.HasLeavingNodes();
+    case StepCondition::kResetPackages:
+      return inv.reset_packages;
   }
   return false;
 }
@@ -72,9 +74,12 @@ void Field(std::string& out, std::string_view name, std::string_view value) {
 bool Step::AppliesTo(const Node& node, const Inventory& inventory) const {
   const bool role = std::any_of(roles.begin(), roles.end(), [&](Role r) { return node.Has(r); });
   const bool family = families.empty() || families.count(node.os.family) > 0;
-  return leaving == node.absent && role && family &&
-         std::all_of(when.begin(), when.end(),
-                     [&](StepCondition c) { return Holds(c, node, inventory); });
+  // A reset step only on the nodes a reset chose; a removal step on every
+  // leaving node (those included); any other step only on nodes that stay.
+  const bool state = reset ? node.reset : leaving == node.absent;
+  return state && role && family && std::all_of(when.begin(), when.end(), [&](StepCondition c) {
+           return Holds(c, node, inventory);
+         });
 }
 
 bool Drain::AppliesTo(const Node& node, const Inventory& inventory) const {
@@ -140,7 +145,7 @@ std::string Catalog::Digest() const {
       Field(text, "change-" + ToString(family), script);
     }
     Field(text, "verify", s.verify);
-    Field(text, "state", s.leaving ? "absent" : "present");
+    Field(text, "state", s.reset ? "reset" : (s.leaving ? "absent" : "present"));
     Field(text, "reboot", s.reboot ? "true" : "false");
     Field(text, "deep", s.deep ? "true" : "false");
     Field(text, "restarts", DescribeRestarts(s.restarts));

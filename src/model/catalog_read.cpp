@@ -107,6 +107,7 @@ class StepReader {
  private:
   // `state: absent`: the step undoes the node's membership, and runs only
   // on nodes the inventory marks absent (catalog.h, Step::leaving).
+  // `state: reset`: a step of `gpuctl reset` only (Step::reset).
   void State() {
     auto state = m_.String("state");
     if (!state) {
@@ -114,10 +115,13 @@ class StepReader {
     }
     if (state->text == "absent") {
       step_.leaving = true;
+    } else if (state->text == "reset") {
+      step_.reset = true;
     } else if (state->text != "present") {
-      source_.Error(state->where, yaml::UnknownName("state", state->text, {"present", "absent"}));
+      source_.Error(state->where,
+                    yaml::UnknownName("state", state->text, {"present", "absent", "reset"}));
     }
-    if (step_.leaving && step_.deep) {
+    if ((step_.leaving || step_.reset) && step_.deep) {
       source_.Error(state->where,
                     "a deep validation checks a cluster's members, not a leaving node");
     }
@@ -428,10 +432,10 @@ std::string_view ConditionName(StepCondition condition) {
 const std::vector<std::string>& ConditionNames() {
   // In StepCondition's order.
   static const std::vector<std::string> kNames = {
-      "always",      "has_gpus",     "has_ib",     "nfs",      "nfs_server",
-      "nfs_client",  "kubernetes",   "slurm",      "docker",   "registry_mirrors",
-      "docker_repo", "epel_repo",    "hosts_file", "nvswitch", "kernel_modules",
-      "hold_kernel", "leaving_nodes"};
+      "always",      "has_gpus",      "has_ib",        "nfs",      "nfs_server",
+      "nfs_client",  "kubernetes",    "slurm",         "docker",   "registry_mirrors",
+      "docker_repo", "epel_repo",     "hosts_file",    "nvswitch", "kernel_modules",
+      "hold_kernel", "leaving_nodes", "reset_packages"};
   return kNames;
 }
 

@@ -243,6 +243,56 @@ Plan Plan::FromItems(std::vector<std::string> nodes, std::vector<PlanItem> items
   return plan;
 }
 
+Plan Plan::KeepWithPrerequisites(const std::vector<bool>& seed,
+                                 const std::set<std::string>& nodes) const {
+  std::vector<bool> keep(items_.size(), false);
+  std::vector<std::size_t> todo;
+  for (const auto& item : items_) {
+    if (item.id < seed.size() && seed[item.id]) {
+      todo.push_back(item.id);
+    }
+  }
+  while (!todo.empty()) {
+    const std::size_t id = todo.back();
+    todo.pop_back();
+    if (keep[id]) {
+      continue;
+    }
+    keep[id] = true;
+    for (const std::size_t dep : items_[id].after) {
+      todo.push_back(dep);
+    }
+  }
+  Plan out;
+  std::vector<std::size_t> new_id(items_.size(), 0);
+  for (const auto& item : items_) {
+    if (keep[item.id]) {
+      new_id[item.id] = out.items_.size();
+      out.items_.push_back(item);
+      out.items_.back().id = new_id[item.id];
+    }
+  }
+  for (auto& item : out.items_) {
+    for (auto& dep : item.after) {
+      dep = new_id[dep];  // every prerequisite of a kept item is kept
+    }
+  }
+  for (const auto& node : nodes_) {
+    bool any = nodes.count(node) > 0;
+    for (const std::size_t id : ItemsOf(node)) {
+      any = any || keep[id];
+    }
+    if (any) {
+      out.nodes_.push_back(node);
+      if (leaving_.count(node) > 0) {
+        out.leaving_.insert(node);
+      }
+    }
+  }
+  out.Link();
+  return out;
+}
+
 void Plan::Link() {
   by_node_.clear();
   for (auto& item : items_) {

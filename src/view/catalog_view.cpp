@@ -141,7 +141,8 @@ std::string RenderCatalogMarkdown(const Catalog& catalog) {
       "Every step of the shipped catalog (`playbooks/*.yaml`), in the order plan\n"
       "and apply take them. The file format is in [playbooks.md](playbooks.md).\n"
       "Steps marked *deep* are validations only `gpuctl check --deep` runs; steps\n"
-      "marked *leaving* run only on nodes the inventory marks `state: absent`.\n"
+      "marked *leaving* run only on nodes the inventory marks `state: absent`, those marked "
+      "*reset* only in `gpuctl reset`.\n"
       "Each step's probe (what `plan` asks) and verification (what `check` asks)\n"
       "follow the table.\n"
       "\n"
@@ -149,10 +150,11 @@ std::string RenderCatalogMarkdown(const Catalog& catalog) {
       "|---|---|---|---|---|---|---|---|\n";
   std::string probes = "\n## Probes\n";
   for (const Step& s : catalog.steps()) {
-    out += fmt::format("| {}{} | {} | {} | {} | {} | {} | {} | {} |\n", Code(s.id),
-                       s.deep ? " *deep*" : (s.leaving ? " *leaving*" : ""), Cell(s.description),
-                       Roles(s), Families(s), Conditions(s), Depends(s), Disrupts(s),
-                       Code(FileName(s.file)));
+    out +=
+        fmt::format("| {}{} | {} | {} | {} | {} | {} | {} | {} |\n", Code(s.id),
+                    s.deep ? " *deep*" : (s.leaving ? " *leaving*" : (s.reset ? " *reset*" : "")),
+                    Cell(s.description), Roles(s), Families(s), Conditions(s), Depends(s),
+                    Disrupts(s), Code(FileName(s.file)));
     probes += fmt::format("\n### {}\n", s.id);
     if (!s.common.empty()) {
       probes +=

@@ -198,6 +198,10 @@ double Figure(const std::string& out, const std::string& pattern) {
 }
 
 TEST_F(KubernetesLabTest, InitCniJoinReadyOperatorOnAptAndDnfWorkersThenNothingToDo) {
+  // worker2 (Rocky) before gpuctl, for its reset at the end.
+  const std::string kPristine =
+      "md5sum /etc/hosts /etc/fstab /etc/dnf/dnf.conf; ls /etc/yum.repos.d";
+  const std::string worker2_pristine = lab_->Ssh("worker2", kPristine).out;
   const Result bare = GpuctlOn("apply --yes --run-dir " + RunDir("before-worker2"), before_);
   ASSERT_EQ(bare.status, 0) << bare.out;
 
@@ -529,6 +533,36 @@ TEST_F(KubernetesLabTest, InitCniJoinReadyOperatorOnAptAndDnfWorkersThenNothingT
   EXPECT_LT(at["worker2 k8s.upgrade-node"], at["worker2 k8s.packages"]);
   const Result after_upgrade = GpuctlOn("plan", next);
   EXPECT_EQ(after_upgrade.status, 0) << after_upgrade.out;
+
+  // Day 2: `gpuctl reset --limit worker2` (issue 16, item 7). worker2 (dnf)
+  // leaves as a removed node does (reset, then deleted by the master) and
+  // is put back as it was: hosts, fstab, dnf.conf (gpuctl's kernel and
+  // driver excludes) and the repositories gpuctl added. The master stays
+  // and changes only what the departure changes.
+  const Result reset_plan = GpuctlOn("reset --limit worker2", next);
+  EXPECT_EQ(reset_plan.status, 1) << reset_plan.out;  // no terminal, no --yes: plan only
+  test::StepsByNode undo = test::PlannedSteps(reset_plan.out);
+  for (const char* step : {"~ k8s.leave", "~ reset.holds", "~ reset.files"}) {
+    EXPECT_EQ(undo["worker2"].count(step), 1U) << step << "\n" << reset_plan.out;
+  }
+  EXPECT_EQ(undo["master1"].count("~ k8s.forget-nodes"), 1U) << reset_plan.out;
+  for (const std::string& line : undo["master1"]) {
+    EXPECT_TRUE(line.find("k8s.upgrade") == std::string::npos &&
+                line.find("gpu.") == std::string::npos)
+        << line;
+  }
+  const Result reset = GpuctlOn("reset --yes --limit worker2 --run-dir " + RunDir("reset"), next);
+  ASSERT_EQ(reset.status, 0) << reset.out;
+  EXPECT_EQ(test::DisruptedNodes(RunDir("reset")), std::set<std::string>{"worker2"});
+  EXPECT_EQ(Master("kubectl get nodes -o name"), "node/master1");
+  EXPECT_EQ(lab_->Ssh("worker2", kPristine).out, worker2_pristine);
+  EXPECT_NE(lab_->Ssh("worker2", "test -e /etc/kubernetes/kubelet.conf").status, 0);
+  const Result second = GpuctlOn("reset --yes --limit worker2", next);
+  EXPECT_EQ(second.status, 0) << second.out;
+  EXPECT_NE(
+      second.out.find("Nothing to reset: what gpuctl set up on these nodes is already undone."),
+      std::string::npos)
+      << second.out;
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 // both clients, the mounts back after the workers' reboots and the
 // server's, and a client outside an export's clients refused.
 #include <algorithm>
+#include <map>
 #include <set>
 #include <utility>
 
@@ -93,7 +94,21 @@ class SlurmLabTest : public ::testing::Test {
   std::string inventory_;
 };
 
+// What a node is before gpuctl first touches it, for the reset at the end:
+// the files every profile's steps write, and the installed packages.
+std::string Pristine(const Lab& lab, const std::string& node) {
+  return lab
+      .Ssh(node,
+           "md5sum /etc/hosts /etc/fstab; (dpkg-query -W -f='${db:Status-Abbrev} ${Package}\\n' "
+           "2>/dev/null | awk '$1 ~ /^.i/ { print $2 }' || rpm -qa --qf '%{NAME}\\n') | sort -u")
+      .out;
+}
+
 TEST_F(SlurmLabTest, AptAndDnfWorkersGoIdleWithGpusRunJobsAndKeepTheKeySecret) {
+  std::map<std::string, std::string> pristine;
+  for (const char* node : {"master1", "worker1", "worker2", "storage1"}) {
+    pristine[node] = Pristine(*lab_, node);
+  }
   // The cluster before worker2 (and its partition, h100) was added.
   const std::string before = (fs::path(lab_->Env("LAB_STATE")) / "before-worker2.yaml").string();
   const Result without = test::WriteWithoutNode(Inventory(), before, "worker2");
@@ -403,6 +418,49 @@ TEST_F(SlurmLabTest, AptAndDnfWorkersGoIdleWithGpusRunJobsAndKeepTheKeySecret) {
   EXPECT_EQ(lab_->Ssh("master1", "timeout 120 srun -p all --gres=gpu:8 hostname").out, "worker1\n");
   const Result after_removal = Gpuctl("plan", removed, env);
   EXPECT_EQ(after_removal.status, 0) << after_removal.out;
+
+  // Day 2: `gpuctl reset --packages` of every node (issue 16, item 7),
+  // worker2 (removed above) included: the cluster goes down and each node
+  // is put back as it was before gpuctl, apt and dnf alike. Without a
+  // terminal or --yes it shows the plan and changes nothing.
+  const Result asked = Gpuctl("reset --packages", removed, env);
+  EXPECT_EQ(asked.status, 1) << asked.out;
+  test::StepsByNode undo = test::PlannedSteps(asked.out);
+  EXPECT_TRUE(undo["master1"].count("~ slurm.leave") > 0) << asked.out;
+  for (const char* node : {"master1", "worker1", "worker2", "storage1"}) {
+    for (const char* step : {"~ reset.files", "~ reset.packages"}) {
+      EXPECT_TRUE(undo[node].count(step) > 0) << node << " " << step << "\n" << asked.out;
+    }
+  }
+  EXPECT_EQ(Trim(lab_->Ssh("master1", "systemctl is-active slurmctld").out), "active");
+  const Result reset = Gpuctl("reset --yes --packages --run-dir " + RunDir("reset"), removed, env);
+  ASSERT_EQ(reset.status, 0) << reset.out;
+  for (const char* node : {"master1", "worker1", "worker2", "storage1"}) {
+    // hosts and fstab as they were, and exactly the packages there were.
+    EXPECT_EQ(Pristine(*lab_, node), pristine[node]) << node;
+  }
+  // The MUNGE key gpuctl created on Rocky is gone; on Ubuntu the package's
+  // own (its postinst makes one) is back.
+  EXPECT_NE(lab_->Ssh("worker2", "test -e /etc/munge/munge.key").status, 0);
+  EXPECT_EQ(
+      lab_->Ssh("worker1", "cmp /etc/munge/munge.key /var/lib/gpuctl/backup/etc/munge/munge.key")
+          .status,
+      0);
+  EXPECT_NE(lab_->Ssh("master1", "systemctl is-active slurmctld").status, 0);
+  EXPECT_NE(lab_->Ssh("worker1", "findmnt -n -M /data/shared").status, 0);
+  // The admin's export line outlives gpuctl's block (beside the package's
+  // comments); the key gpuctl wrote is kept aside, mode and all.
+  EXPECT_EQ(Trim(lab_->Ssh("storage1", "grep -v '^#' /etc/exports").out),
+            "/data/private 192.0.2.1/32(rw)");
+  EXPECT_EQ(Trim(lab_->Ssh("worker1", "stat -c %a /var/lib/gpuctl/reset/etc/munge/munge.key").out),
+            "400");
+  // A second reset finds nothing to undo.
+  const Result second = Gpuctl("reset --yes --packages", removed, env);
+  EXPECT_EQ(second.status, 0) << second.out;
+  EXPECT_NE(
+      second.out.find("Nothing to reset: what gpuctl set up on these nodes is already undone."),
+      std::string::npos)
+      << second.out;
 }
 
 }  // namespace

@@ -412,5 +412,24 @@ TEST_F(HostKeyCliTest, AKnownHostsThatIsADeviceIsRefused) {
       << run.out;
 }
 
+// `gpuctl reset` refuses before it connects: the master alone would strand
+// the workers, and a saved plan is not what a reset takes.
+TEST_F(BadInputCliTest, ResetRefusesTheMasterAloneAndASavedPlan) {
+  const fs::path inventory = dir_ / "inventory.yaml";
+  WriteFile(inventory,
+            "cluster: x\nnodes:\n"
+            "  - {name: m1, address: 198.18.0.10, os: ubuntu-22.04, roles: [master]}\n"
+            "  - {name: w1, address: 198.18.0.11, os: ubuntu-22.04, roles: [worker]}\n");
+  ExpectRefused("reset --limit m1 " + Quote(inventory.string()),
+                "gpuctl: reset: cannot reset m1 and keep the other nodes: it is the master (the "
+                "control plane and the Slurm controller); reset every node (no --limit), or "
+                "leave m1 out; nothing was sent to any node\n",
+                GPUCTL_PLAYBOOK_DIR);
+  const fs::path saved = dir_ / "plan.json";
+  WriteFile(saved, "{\"format\": \"gpuctl.plan/v2\"}\n");
+  const auto run = Gpuctl("reset " + Quote(saved.string()), GPUCTL_PLAYBOOK_DIR);
+  EXPECT_EQ(run.status, 1) << run.out;
+}
+
 }  // namespace
 }  // namespace gpuctl

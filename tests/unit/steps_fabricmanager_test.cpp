@@ -184,7 +184,7 @@ TEST_F(FabricManagerStepTest, AptChangePinsTheDriversVersionAndHoldsIt) {
             std::string::npos)
       << calls;
   EXPECT_NE(calls.find("apt-mark hold nvidia-fabricmanager-580\n"), std::string::npos) << calls;
-  EXPECT_NE(calls.find("systemctl enable nvidia-fabricmanager\nsystemctl restart "
+  EXPECT_NE(calls.find("systemctl enable --quiet nvidia-fabricmanager\nsystemctl restart "
                        "nvidia-fabricmanager\n"),
             std::string::npos)
       << calls;

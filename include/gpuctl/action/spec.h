@@ -31,6 +31,9 @@ struct Spec {
   // connected to, so a node that is down outside the limit does not stop it.
   // Empty: every node.
   std::set<std::string> reach;
+  // `gpuctl reset`: the nodes it chose (PrepareReset), marked absent and
+  // reset in `inventory`; empty in every other run.
+  std::set<std::string> reset_nodes;
 };
 
 struct SpecOptions {

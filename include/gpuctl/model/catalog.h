@@ -71,6 +71,7 @@ enum class StepCondition {
   kKernelModules,    // the node runs out-of-tree kernel modules gpuctl installs (GPUs or IB)
   kHoldKernel,       // kernel_modules, and policy.hold_kernel (the default)
   kLeavingNodes,     // some node of the inventory has state: absent
+  kResetPackages,    // `gpuctl reset --packages`: the packages gpuctl installed go too
 };
 
 // The name a playbook's `when` uses for a condition ("has_gpus").
@@ -100,6 +101,10 @@ struct Step {
   // other step only to nodes that stay, so a leaving node's plan is its
   // removal and nothing else.
   bool leaving = false;
+  // `state: reset`: a step of `gpuctl reset` (gpuctl's files restored, its
+  // holds lifted). It applies only to the nodes a reset run chose
+  // (Node::reset), which also leave the cluster by the removal steps.
+  bool reset = false;
   // Inventory parameters the scripts read, each exported as GPUCTL_<NAME>
   // (params.h lists the names); unknown names are load errors.
   std::vector<std::string> params;

@@ -102,6 +102,10 @@ struct Node {
   // removal steps (`state: absent`) apply to it: drained, reset, forgotten
   // by the control plane (docs/day2.md, "Removing a node").
   bool absent = false;
+  // Not from the inventory: chosen by `gpuctl reset` (absent too, so it
+  // leaves the cluster as a removed node does); the reset steps
+  // (`state: reset`) apply to it.
+  bool reset = false;
   // Not from the inventory: the node's SSH host key ("type base64") as
   // gpuctl's own connection verified it, set when a run plans (empty
   // before, or for a node not reached). The master's known_hosts step
@@ -244,6 +248,8 @@ struct Inventory {
   // The top-level `sysctl` (already merged into each node's, under its own).
   std::map<std::string, std::string> sysctl;
   std::vector<Node> nodes;  // in file order
+  // Not from the file: `gpuctl reset --packages` (condition reset_packages).
+  bool reset_packages = false;
 
   // Any node, leaving ones (Node::absent) included.
   [[nodiscard]] const Node* Find(const std::string& name) const;

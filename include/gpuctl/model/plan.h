@@ -89,6 +89,12 @@ class Plan {
   // to an item that does not exist.
   static Plan FromItems(std::vector<std::string> nodes, std::vector<PlanItem> items);
 
+  // The items `seed` marks (by id) and, transitively, every item they wait
+  // for, on whatever node; the plan's nodes that keep an item or are in
+  // `nodes`. Leaving nodes stay leaving (MarkUnreachable).
+  [[nodiscard]] Plan KeepWithPrerequisites(const std::vector<bool>& seed,
+                                           const std::set<std::string>& nodes) const;
+
   [[nodiscard]] const std::vector<PlanItem>& items() const { return items_; }
   [[nodiscard]] std::vector<PlanItem>& items() { return items_; }
   [[nodiscard]] PlanItem* Find(const std::string& node, const std::string& step);
