@@ -27,7 +27,7 @@ using ::testing::Not;
 using ::testing::StartsWith;
 
 // Two scripts per family, an input, a verify and a common: in one step.
-const char* const kStep = R"(steps:
+const char* const kScriptsStep = R"(steps:
   - id: net.mtu
     roles: [worker]
     inputs:
@@ -94,7 +94,7 @@ class CatalogScripts : public ::testing::Test {
 TEST_F(CatalogScripts, EveryScriptAFileThatSourcesWhatRunsBeforeIt) {
   std::ofstream(root_ / "playbooks" / "prelude.sh") << "file_is() { :; }\n";
   // b shares a's scripts through YAML anchors: the same text runs twice.
-  std::ofstream(root_ / "playbooks" / "10-a.yaml") << kStep << R"(  - id: a.one
+  std::ofstream(root_ / "playbooks" / "10-a.yaml") << kScriptsStep << R"(  - id: a.one
     roles: [worker]
     probe: &p |
       test -e /x

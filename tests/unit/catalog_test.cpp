@@ -37,7 +37,7 @@ Parsed ParseText(const std::string& text) {
 }
 
 // A step whose id, dependencies and extra lines a test chooses.
-std::string StepText(const std::string& id, const std::string& extra = "") {
+std::string CatalogStepText(const std::string& id, const std::string& extra = "") {
   return "  - id: " + id +
          "\n"
          "    roles: [worker]\n"
@@ -108,7 +108,7 @@ TEST(CatalogParse, ReadsEveryField) {
 }
 
 TEST(CatalogParse, DefaultsAndAnyFillsBothFamilies) {
-  auto p = ParseText("steps:\n" + StepText("a"));
+  auto p = ParseText("steps:\n" + CatalogStepText("a"));
   ASSERT_TRUE(p.catalog) << p.diagnostics.Format();
   const Step& s = p.catalog->steps()[0];
   EXPECT_TRUE(s.families.empty());
@@ -126,12 +126,13 @@ TEST(CatalogErrors, Syntax) {
 }
 
 TEST(CatalogChangeParams, GoToTheChangeOnlyAndCountInTheDigest) {
-  auto p = ParseText("steps:\n" +
-                     StepText("a", "    params: [hosts_sha256]\n    change_params: [hosts]\n"));
+  auto p =
+      ParseText("steps:\n" +
+                CatalogStepText("a", "    params: [hosts_sha256]\n    change_params: [hosts]\n"));
   ASSERT_TRUE(p.catalog) << p.diagnostics.Format();
   const Step& step = p.catalog->steps().front();
   EXPECT_EQ(step.change_params, std::vector<std::string>{"hosts"});
-  auto without = ParseText("steps:\n" + StepText("a", "    params: [hosts_sha256]\n"));
+  auto without = ParseText("steps:\n" + CatalogStepText("a", "    params: [hosts_sha256]\n"));
   ASSERT_TRUE(without.catalog);
   EXPECT_NE(p.catalog->Digest(), without.catalog->Digest());
 }
@@ -151,15 +152,15 @@ TEST(CatalogChangeParams, AProbeOrVerifyThatReadsOneIsAnError) {
       "steps:\n  - id: a\n    roles: [worker]\n    change_params: [hosts]\n"
       "    probe: true\n    change: {any: true}\n    verify: echo $GPUCTL_HOSTS\n");
   EXPECT_TRUE(HasError(verify.diagnostics, 4, 20, "the verification reads $GPUCTL_HOSTS"));
-  auto both =
-      ParseText("steps:\n" + StepText("a", "    params: [hosts]\n    change_params: [hosts]\n"));
+  auto both = ParseText("steps:\n" +
+                        CatalogStepText("a", "    params: [hosts]\n    change_params: [hosts]\n"));
   EXPECT_TRUE(HasError(both.diagnostics, 7, 20, "'hosts' is in both params and change_params"));
-  auto unknown = ParseText("steps:\n" + StepText("a", "    change_params: [hostz]\n"));
+  auto unknown = ParseText("steps:\n" + CatalogStepText("a", "    change_params: [hostz]\n"));
   EXPECT_TRUE(HasError(unknown.diagnostics, 6, 21, "unknown parameter 'hostz'"));
 }
 
 TEST(CatalogErrors, UnknownKeysWithSuggestion) {
-  auto p = ParseText("steps:\n" + StepText("a", "    dependz: [b]\n") + "stepz: []\n");
+  auto p = ParseText("steps:\n" + CatalogStepText("a", "    dependz: [b]\n") + "stepz: []\n");
   EXPECT_TRUE(HasError(p.diagnostics, 6, 5, "unknown key 'dependz' (did you mean 'depends'?)"));
   EXPECT_TRUE(HasError(p.diagnostics, 7, 1, "unknown key 'stepz' (did you mean 'steps'?)"));
 }
@@ -191,19 +192,19 @@ TEST(CatalogErrors, MissingRequired) {
 }
 
 TEST(CatalogErrors, BadIdCharacters) {
-  auto p = ParseText("steps:\n" + StepText("GPU_Driver"));
+  auto p = ParseText("steps:\n" + CatalogStepText("GPU_Driver"));
   EXPECT_TRUE(HasError(p.diagnostics, 2, 9, "invalid step id 'GPU_Driver'"));
 }
 
 TEST(CatalogErrors, DuplicateIdsNameBothPlaces) {
-  auto p = ParseText("steps:\n" + StepText("a") + StepText("a"));
+  auto p = ParseText("steps:\n" + CatalogStepText("a") + CatalogStepText("a"));
   EXPECT_TRUE(
       HasError(p.diagnostics, 6, 5, "duplicate step id 'a' (first defined at pb.yaml:2:5)"));
 }
 
 TEST(CatalogErrors, UnknownDependencyWithSuggestion) {
-  auto p = ParseText("steps:\n" + StepText("os.modules") +
-                     StepText("b", "    depends: [os.module, {step: zzz, on: master}]\n"));
+  auto p = ParseText("steps:\n" + CatalogStepText("os.modules") +
+                     CatalogStepText("b", "    depends: [os.module, {step: zzz, on: master}]\n"));
   EXPECT_TRUE(HasError(p.diagnostics, 10, 15,
                        "unknown step 'os.module' in depends (did you mean 'os.modules'?)"));
   EXPECT_TRUE(HasError(p.diagnostics, 10, 33, "unknown step 'zzz' in depends"));
@@ -276,10 +277,10 @@ TEST(CatalogErrors, ADeepValidationHasNoChangeRebootOrVerify) {
 }
 
 TEST(CatalogSelect, AStepOrGroupWithEverythingItNeeds) {
-  auto p = ParseText("steps:\n" + StepText("os.modules") + StepText("os.swap") +
-                     StepText("k8s.init", "    depends: [os.modules]\n") +
-                     StepText("k8s.join", "    depends: [{step: k8s.init, on: worker}]\n") +
-                     StepText("slurm.node"));
+  auto p = ParseText("steps:\n" + CatalogStepText("os.modules") + CatalogStepText("os.swap") +
+                     CatalogStepText("k8s.init", "    depends: [os.modules]\n") +
+                     CatalogStepText("k8s.join", "    depends: [{step: k8s.init, on: worker}]\n") +
+                     CatalogStepText("slurm.node"));
   ASSERT_TRUE(p.catalog) << p.diagnostics.Format();
   std::string error;
   const Catalog join = p.catalog->Select({"k8s.join"}, error);
@@ -343,32 +344,34 @@ TEST(CatalogErrors, EmptyScriptsAndLists) {
 }
 
 TEST(CatalogGraph, TwoStepCycle) {
-  auto p = ParseText("steps:\n" + StepText("a", "    depends: [b]\n") +
-                     StepText("b", "    depends: [a]\n"));
+  auto p = ParseText("steps:\n" + CatalogStepText("a", "    depends: [b]\n") +
+                     CatalogStepText("b", "    depends: [a]\n"));
   EXPECT_FALSE(p.catalog);
   EXPECT_TRUE(HasError(p.diagnostics, 2, 5, "dependency cycle: a -> b -> a"));
   EXPECT_EQ(p.diagnostics.ErrorCount(), 1U) << p.diagnostics.Format();
 }
 
 TEST(CatalogGraph, SelfAndLongerCyclesThroughCrossNodeDependencies) {
-  auto p = ParseText("steps:\n" + StepText("self", "    depends: [self]\n") +
-                     StepText("x", "    depends: [y]\n") +
-                     StepText("y", "    depends: [{step: z, on: worker}]\n") +
-                     StepText("z", "    depends: [x]\n") + StepText("ok", "    depends: [x]\n"));
+  auto p = ParseText("steps:\n" + CatalogStepText("self", "    depends: [self]\n") +
+                     CatalogStepText("x", "    depends: [y]\n") +
+                     CatalogStepText("y", "    depends: [{step: z, on: worker}]\n") +
+                     CatalogStepText("z", "    depends: [x]\n") +
+                     CatalogStepText("ok", "    depends: [x]\n"));
   EXPECT_TRUE(HasError(p.diagnostics, 2, 5, "dependency cycle: self -> self"));
   EXPECT_TRUE(HasError(p.diagnostics, 7, 5, "dependency cycle: x -> y -> z -> x"));
   EXPECT_EQ(p.diagnostics.ErrorCount(), 2U) << p.diagnostics.Format();
 }
 
 TEST(CatalogGraph, CrossNodeDependencyOnAStepThatRoleNeverRuns) {
-  auto p = ParseText("steps:\n" + StepText("a") +
-                     StepText("b", "    depends: [{step: a, on: master}]\n"));
+  auto p = ParseText("steps:\n" + CatalogStepText("a") +
+                     CatalogStepText("b", "    depends: [{step: a, on: master}]\n"));
   EXPECT_TRUE(HasError(p.diagnostics, 10, 22, "step 'a' never runs on master nodes"));
 }
 
 TEST(CatalogGraph, EveryErrorIsReported) {
-  auto p = ParseText("steps:\n" + StepText("A") + StepText("b", "    depends: [c]\n") +
-                     StepText("b", "    reboot: sometimes\n"));
+  auto p =
+      ParseText("steps:\n" + CatalogStepText("A") + CatalogStepText("b", "    depends: [c]\n") +
+                CatalogStepText("b", "    reboot: sometimes\n"));
   EXPECT_EQ(p.diagnostics.ErrorCount(), 4U) << p.diagnostics.Format();
 }
 

@@ -28,47 +28,49 @@ CliRun Gpuctl(const std::string& args, const std::string& env = "") {
   return run;
 }
 
-const std::string kInventory = std::string(GPUCTL_SOURCE_DIR) + "/inventories/mixed.yaml";
+const std::string kCliOptionsInventory = std::string(GPUCTL_SOURCE_DIR) + "/inventories/mixed.yaml";
 
 TEST(CliOptions, OnlyAfterTheSubcommandMeansWhatItMeansBefore) {
-  const CliRun before = Gpuctl("--only k8s validate " + kInventory);
-  const CliRun after = Gpuctl("validate --only k8s " + kInventory);
-  const CliRun last = Gpuctl("validate " + kInventory + " --only k8s");
+  const CliRun before = Gpuctl("--only k8s validate " + kCliOptionsInventory);
+  const CliRun after = Gpuctl("validate --only k8s " + kCliOptionsInventory);
+  const CliRun last = Gpuctl("validate " + kCliOptionsInventory + " --only k8s");
   ASSERT_EQ(before.status, 0) << before.out;
   EXPECT_EQ(after.status, 0) << after.out;
   EXPECT_EQ(after.out, before.out);
   EXPECT_EQ(last.out, before.out);
   // And it did narrow the catalog: all steps is more.
-  EXPECT_NE(Gpuctl("validate " + kInventory).out, before.out);
+  EXPECT_NE(Gpuctl("validate " + kCliOptionsInventory).out, before.out);
 }
 
 TEST(CliOptions, RepeatedAndCommaSeparatedOnlyAgree) {
-  const CliRun repeated = Gpuctl("validate --only k8s --only gpu " + kInventory);
-  const CliRun commas = Gpuctl("validate --only k8s,gpu " + kInventory);
+  const CliRun repeated = Gpuctl("validate --only k8s --only gpu " + kCliOptionsInventory);
+  const CliRun commas = Gpuctl("validate --only k8s,gpu " + kCliOptionsInventory);
   EXPECT_EQ(repeated.status, 0) << repeated.out;
   EXPECT_EQ(repeated.out, commas.out);
 }
 
 TEST(CliOptions, PlaybooksAfterTheSubcommand) {
-  const CliRun run = Gpuctl("validate " + kInventory + " --playbooks " + GPUCTL_PLAYBOOK_DIR);
+  const CliRun run =
+      Gpuctl("validate " + kCliOptionsInventory + " --playbooks " + GPUCTL_PLAYBOOK_DIR);
   EXPECT_EQ(run.status, 0) << run.out;
 }
 
 TEST(CliOptions, AnyNonEmptyNoColorIsAccepted) {
-  const CliRun plain = Gpuctl("validate " + kInventory);
+  const CliRun plain = Gpuctl("validate " + kCliOptionsInventory);
   for (const char* value : {"1", "true", "anything at all"}) {
-    const CliRun run = Gpuctl("validate " + kInventory, std::string("NO_COLOR='") + value + "' ");
+    const CliRun run =
+        Gpuctl("validate " + kCliOptionsInventory, std::string("NO_COLOR='") + value + "' ");
     EXPECT_EQ(run.status, 0) << value << ": " << run.out;
     EXPECT_EQ(run.out, plain.out) << value;
   }
 }
 
 TEST(CliOptions, AMistypedCommandIsNamedWithTheOneMeant) {
-  const CliRun run = Gpuctl("pln " + kInventory);
+  const CliRun run = Gpuctl("pln " + kCliOptionsInventory);
   EXPECT_EQ(run.status, 1);
   EXPECT_NE(run.out.find("unknown command 'pln' (did you mean 'plan'?)"), std::string::npos)
       << run.out;
-  const CliRun far = Gpuctl("--only k8s zzz " + kInventory);
+  const CliRun far = Gpuctl("--only k8s zzz " + kCliOptionsInventory);
   EXPECT_NE(far.out.find("unknown command 'zzz'; commands: validate, plan"), std::string::npos)
       << far.out;
 }
@@ -80,31 +82,31 @@ TEST(CliOptions, LabHandsEveryArgumentToTheLabScript) {
 }
 
 TEST(CliOptions, AnUnknownOptionIsStillRefused) {
-  const CliRun run = Gpuctl("validate --bogus " + kInventory);
+  const CliRun run = Gpuctl("validate --bogus " + kCliOptionsInventory);
   EXPECT_NE(run.status, 0);
   EXPECT_NE(run.out.find("--bogus"), std::string::npos) << run.out;
 }
 
 TEST(CliOptions, AMistypedOptionNamesTheOneMeant) {
-  const CliRun plan = Gpuctl("plan --hide-okk " + kInventory);
+  const CliRun plan = Gpuctl("plan --hide-okk " + kCliOptionsInventory);
   EXPECT_EQ(plan.status, 1);
   EXPECT_NE(plan.out.find("gpuctl plan: unknown option '--hide-okk' (did you mean '--hide-ok'?)"),
             std::string::npos)
       << plan.out;
   // A global option mistyped after the subcommand is found among them too.
-  const CliRun only = Gpuctl("validate --onlyy k8s " + kInventory);
+  const CliRun only = Gpuctl("validate --onlyy k8s " + kCliOptionsInventory);
   EXPECT_EQ(only.status, 1);
   EXPECT_NE(only.out.find("unknown option '--onlyy' (did you mean '--only'?)"), std::string::npos)
       << only.out;
   // Nothing close: no guess, but where to look.
-  const CliRun far = Gpuctl("check --zzz " + kInventory);
+  const CliRun far = Gpuctl("check --zzz " + kCliOptionsInventory);
   EXPECT_EQ(far.status, 1);
   EXPECT_NE(far.out.find("unknown option '--zzz'\nRun gpuctl check --help"), std::string::npos)
       << far.out;
 }
 
 TEST(CliOptions, ValidateSpeaksJsonWithItsFormatAndEachDiagnostic) {
-  const CliRun good = Gpuctl("validate -o json " + kInventory);
+  const CliRun good = Gpuctl("validate -o json " + kCliOptionsInventory);
   EXPECT_EQ(good.status, 0) << good.out;
   EXPECT_NE(good.out.find("\"format\": \"gpuctl.validate/v1\""), std::string::npos) << good.out;
   EXPECT_NE(good.out.find("\"valid\": true"), std::string::npos) << good.out;
@@ -119,7 +121,7 @@ TEST(CliOptions, ValidateSpeaksJsonWithItsFormatAndEachDiagnostic) {
 TEST(CliOptions, ValidateRefusesAnIdentityFileThatIsNotThere) {
   const std::string dir = ::testing::TempDir();
   const auto with_key = [&](const std::string& name, const std::string& key) {
-    std::ifstream in(kInventory);
+    std::ifstream in(kCliOptionsInventory);
     std::stringstream read;
     read << in.rdbuf();
     std::string text = read.str();
@@ -136,7 +138,7 @@ TEST(CliOptions, ValidateRefusesAnIdentityFileThatIsNotThere) {
       << missing.out;
   EXPECT_NE(missing.out.find("no such file"), std::string::npos) << missing.out;
   // Any readable file passes (validate does not parse the key).
-  const CliRun present = Gpuctl("validate " + with_key("present-key.yaml", kInventory));
+  const CliRun present = Gpuctl("validate " + with_key("present-key.yaml", kCliOptionsInventory));
   EXPECT_EQ(present.status, 0) << present.out;
 }
 

@@ -23,15 +23,15 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct CliRun {
+struct SshCliRun {
   int exit_code = -1;
   std::string output;  // stdout and stderr together
 };
 
-CliRun Gpuctl(const std::string& args, const std::string& playbooks) {
+SshCliRun SshGpuctl(const std::string& args, const std::string& playbooks) {
   const std::string command = fmt::format(
       "GPUCTL_PLAYBOOKS='{}' NO_COLOR=1 '{}' {} 2>&1 </dev/null", playbooks, GPUCTL_BINARY, args);
-  CliRun run;
+  SshCliRun run;
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return run;
   char buffer[4096];
@@ -42,7 +42,7 @@ CliRun Gpuctl(const std::string& args, const std::string& playbooks) {
   return run;
 }
 
-void WriteFile(const fs::path& path, const std::string& text) {
+void SshWriteFile(const fs::path& path, const std::string& text) {
   fs::create_directories(path.parent_path());
   std::ofstream(path) << text;
 }
@@ -60,7 +60,7 @@ class CliSshTest : public ::testing::Test {
     marker_ = (dir_ / "changed-by-apply").string();
     // `ssh.ok` is always satisfied; `ssh.proof` reports the SSH connection it
     // ran over, and needs a change until the marker file exists.
-    WriteFile(dir_ / "playbooks/10-test.yaml", fmt::format(R"(steps:
+    SshWriteFile(dir_ / "playbooks/10-test.yaml", fmt::format(R"(steps:
   - id: ssh.ok
     description: always satisfied
     roles: [master]
@@ -84,13 +84,13 @@ class CliSshTest : public ::testing::Test {
       any: |
         echo changed > '{0}'
 )",
-                                                           marker_));
+                                                              marker_));
     WriteInventory(sshd_->known_hosts());
   }
 
   void WriteInventory(const std::string& known_hosts) {
-    WriteFile(dir_ / "inventory.yaml",
-              fmt::format(R"(cluster: local
+    SshWriteFile(dir_ / "inventory.yaml",
+                 fmt::format(R"(cluster: local
 ssh:
   user: root
   port: {}
@@ -103,7 +103,7 @@ nodes:
     os: auto  # the node is this host: whatever its os-release says
     roles: [master]
 )",
-                          sshd_->port(), sshd_->client_key(), known_hosts));
+                             sshd_->port(), sshd_->client_key(), known_hosts));
   }
 
   std::string Inventory() const { return (dir_ / "inventory.yaml").string(); }
@@ -115,8 +115,8 @@ nodes:
 };
 
 TEST_F(CliSshTest, PlanProbesOverSshAndExitsTwoWhenChangesArePending) {
-  const CliRun run =
-      Gpuctl("plan " + Inventory() + " --out " + (dir_ / "plan.json").string(), Playbooks());
+  const SshCliRun run =
+      SshGpuctl("plan " + Inventory() + " --out " + (dir_ / "plan.json").string(), Playbooks());
   EXPECT_EQ(run.exit_code, 2) << run.output;
   EXPECT_NE(
       run.output.find(fmt::format("~ ssh.proof                      will change: over ssh: to "
@@ -136,14 +136,14 @@ TEST_F(CliSshTest, PlanProbesOverSshAndExitsTwoWhenChangesArePending) {
 }
 
 TEST_F(CliSshTest, PlanExitsZeroWhenNothingIsPending) {
-  WriteFile(marker_, "already\n");
-  const CliRun run = Gpuctl("plan " + Inventory(), Playbooks());
+  SshWriteFile(marker_, "already\n");
+  const SshCliRun run = SshGpuctl("plan " + Inventory(), Playbooks());
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("Plan: 1 node: 0 to change, 2 ok"), std::string::npos) << run.output;
 }
 
 TEST_F(CliSshTest, PlanJsonOutputIsMachineReadable) {
-  const CliRun run = Gpuctl("--output json plan " + Inventory(), Playbooks());
+  const SshCliRun run = SshGpuctl("--output json plan " + Inventory(), Playbooks());
   EXPECT_EQ(run.exit_code, 2);
   const auto doc = nlohmann::json::parse(run.output.substr(run.output.find('{')));
   EXPECT_EQ(doc["summary"]["to_change"], 1);
@@ -152,16 +152,16 @@ TEST_F(CliSshTest, PlanJsonOutputIsMachineReadable) {
 
 TEST_F(CliSshTest, UnknownHostKeyIsRefusedUntilTrustedExplicitly) {
   const std::string empty = (dir_ / "empty_known_hosts").string();
-  WriteFile(empty, "");
+  SshWriteFile(empty, "");
   WriteInventory(empty);
-  const CliRun refused = Gpuctl("plan " + Inventory(), Playbooks());
+  const SshCliRun refused = SshGpuctl("plan " + Inventory(), Playbooks());
   EXPECT_EQ(refused.exit_code, 1) << refused.output;
   EXPECT_NE(refused.output.find("--trust-new-host-keys"), std::string::npos) << refused.output;
   EXPECT_EQ(sshd_->CountInLog("Accepted publickey"), 0) << "no command may run on an unknown host";
 
-  const CliRun trusted = Gpuctl("plan --trust-new-host-keys " + Inventory(), Playbooks());
+  const SshCliRun trusted = SshGpuctl("plan --trust-new-host-keys " + Inventory(), Playbooks());
   EXPECT_EQ(trusted.exit_code, 2) << trusted.output;
-  const CliRun later = Gpuctl("plan " + Inventory(), Playbooks());
+  const SshCliRun later = SshGpuctl("plan " + Inventory(), Playbooks());
   EXPECT_EQ(later.exit_code, 2) << "the key was recorded: " << later.output;
 }
 
@@ -169,7 +169,7 @@ TEST_F(CliSshTest, ChangedHostKeyIsRefused) {
   sshd_->Stop();
   sshd_->RegenerateHostKey();
   sshd_->Start();
-  const CliRun run = Gpuctl("plan --trust-new-host-keys " + Inventory(), Playbooks());
+  const SshCliRun run = SshGpuctl("plan --trust-new-host-keys " + Inventory(), Playbooks());
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_NE(run.output.find(sshd_->HostKeyFingerprint()), std::string::npos) << run.output;
 }
@@ -201,8 +201,8 @@ TEST_F(CliSshTest, ApplyInJsonPrintsOneDocumentOnStdoutAndTheRestOnStderr) {
 }
 
 TEST_F(CliSshTest, ApplyChangesVerifiesAndASecondApplyChangesNothing) {
-  const CliRun first =
-      Gpuctl("apply --yes " + Inventory() + " --run-dir " + (dir_ / "run1").string(), Playbooks());
+  const SshCliRun first = SshGpuctl(
+      "apply --yes " + Inventory() + " --run-dir " + (dir_ / "run1").string(), Playbooks());
   EXPECT_EQ(first.exit_code, 0) << first.output;
   EXPECT_TRUE(fs::exists(marker_));
   // The progress line, and the recap's count.
@@ -213,8 +213,8 @@ TEST_F(CliSshTest, ApplyChangesVerifiesAndASecondApplyChangesNothing) {
       << first.output;
   EXPECT_TRUE(fs::exists(dir_ / "run1/journal.jsonl"));
 
-  const CliRun second =
-      Gpuctl("apply --yes " + Inventory() + " --run-dir " + (dir_ / "run2").string(), Playbooks());
+  const SshCliRun second = SshGpuctl(
+      "apply --yes " + Inventory() + " --run-dir " + (dir_ / "run2").string(), Playbooks());
   EXPECT_EQ(second.exit_code, 0) << second.output;
   EXPECT_NE(second.output.find("No changes."), std::string::npos) << second.output;
   std::ifstream journal(dir_ / "run2/journal.jsonl");
@@ -225,7 +225,7 @@ TEST_F(CliSshTest, ApplyChangesVerifiesAndASecondApplyChangesNothing) {
 }
 
 TEST_F(CliSshTest, ApplyWithoutATerminalOrYesRefusesToWait) {
-  const CliRun run = Gpuctl("apply " + Inventory(), Playbooks());
+  const SshCliRun run = SshGpuctl("apply " + Inventory(), Playbooks());
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_NE(run.output.find("stdin is not a terminal"), std::string::npos) << run.output;
   EXPECT_FALSE(fs::exists(marker_));
@@ -233,9 +233,9 @@ TEST_F(CliSshTest, ApplyWithoutATerminalOrYesRefusesToWait) {
 
 TEST_F(CliSshTest, SavedPlanIsRefusedAfterTheNodeMoved) {
   const std::string saved = (dir_ / "saved.json").string();
-  ASSERT_EQ(Gpuctl("plan " + Inventory() + " --out " + saved, Playbooks()).exit_code, 2);
-  WriteFile(marker_, "made by hand\n");  // drift: someone fixed it meanwhile
-  const CliRun run = Gpuctl("apply " + saved, Playbooks());
+  ASSERT_EQ(SshGpuctl("plan " + Inventory() + " --out " + saved, Playbooks()).exit_code, 2);
+  SshWriteFile(marker_, "made by hand\n");  // drift: someone fixed it meanwhile
+  const SshCliRun run = SshGpuctl("apply " + saved, Playbooks());
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_NE(run.output.find("master1 ssh.proof: was change (over ssh: to 127.0.0.1"),
             std::string::npos)
@@ -244,19 +244,19 @@ TEST_F(CliSshTest, SavedPlanIsRefusedAfterTheNodeMoved) {
 
 TEST_F(CliSshTest, SavedPlanAppliesExactlyWhenNothingMoved) {
   const std::string saved = (dir_ / "saved.json").string();
-  ASSERT_EQ(Gpuctl("plan " + Inventory() + " --out " + saved, Playbooks()).exit_code, 2);
-  const CliRun run =
-      Gpuctl("apply " + saved + " --run-dir " + (dir_ / "run").string(), Playbooks());
+  ASSERT_EQ(SshGpuctl("plan " + Inventory() + " --out " + saved, Playbooks()).exit_code, 2);
+  const SshCliRun run =
+      SshGpuctl("apply " + saved + " --run-dir " + (dir_ / "run").string(), Playbooks());
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_TRUE(fs::exists(marker_));
 }
 
 TEST_F(CliSshTest, CheckListsTheMismatchAndExitsTwo) {
-  const CliRun run = Gpuctl("check " + Inventory(), Playbooks());
+  const SshCliRun run = SshGpuctl("check " + Inventory(), Playbooks());
   EXPECT_EQ(run.exit_code, 2) << run.output;
   EXPECT_NE(run.output.find("master1: over ssh: to 127.0.0.1"), std::string::npos) << run.output;
-  WriteFile(marker_, "x\n");
-  EXPECT_EQ(Gpuctl("check " + Inventory(), Playbooks()).exit_code, 0);
+  SshWriteFile(marker_, "x\n");
+  EXPECT_EQ(SshGpuctl("check " + Inventory(), Playbooks()).exit_code, 0);
 }
 
 // Piped stdout (a CI log, `| tee`) gets each line when it is written, not
@@ -275,7 +275,7 @@ TEST_F(CliSshTest, PipedOutputArrivesLineByLineWhileApplyRuns) {
   ASSERT_EQ(mkfifo(gate.c_str(), 0600), 0);
   const int gate_fd = open(gate.c_str(), O_RDWR);
   ASSERT_GE(gate_fd, 0);
-  WriteFile(dir_ / "playbooks/20-gate.yaml", fmt::format(R"yaml(steps:
+  SshWriteFile(dir_ / "playbooks/20-gate.yaml", fmt::format(R"yaml(steps:
   - id: pipe.gate
     description: waits for the test before it changes anything
     roles: [master]
@@ -286,7 +286,7 @@ TEST_F(CliSshTest, PipedOutputArrivesLineByLineWhileApplyRuns) {
       any: |
         timeout 60 head -n 1 '{0}' >'{1}'
 )yaml",
-                                                         gate.string(), released.string()));
+                                                            gate.string(), released.string()));
   int out[2];
   ASSERT_EQ(pipe(out), 0);
   const std::string command = fmt::format(
@@ -340,11 +340,11 @@ TEST_F(CliSshTest, PipedOutputArrivesLineByLineWhileApplyRuns) {
 
 TEST(CliValidate, ReportsEveryErrorAndExitsOne) {
   const fs::path dir = fs::temp_directory_path() / fmt::format("gpuctl-validate-{}", getpid());
-  WriteFile(dir / "bad.yaml",
-            "cluster: x\nnodes:\n  - name: a\n    adress: 1.2.3.4\n    os: centos-7\n    roles: "
-            "[master]\n");
-  const CliRun run = Gpuctl("validate " + (dir / "bad.yaml").string(),
-                            std::string(GPUCTL_SOURCE_DIR) + "/playbooks");
+  SshWriteFile(dir / "bad.yaml",
+               "cluster: x\nnodes:\n  - name: a\n    adress: 1.2.3.4\n    os: centos-7\n    roles: "
+               "[master]\n");
+  const SshCliRun run = SshGpuctl("validate " + (dir / "bad.yaml").string(),
+                                  std::string(GPUCTL_SOURCE_DIR) + "/playbooks");
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_NE(run.output.find("bad.yaml:4:5: error: unknown key 'adress' (did you mean 'address'?)"),
             std::string::npos)
@@ -356,9 +356,9 @@ TEST(CliValidate, ReportsEveryErrorAndExitsOne) {
 
 TEST(CliValidate, ShippedInventoriesAreValid) {
   for (const char* name : {"seed", "mixed", "slurm"}) {
-    const CliRun run =
-        Gpuctl(fmt::format("validate {}/inventories/{}.yaml", GPUCTL_SOURCE_DIR, name),
-               std::string(GPUCTL_SOURCE_DIR) + "/playbooks");
+    const SshCliRun run =
+        SshGpuctl(fmt::format("validate {}/inventories/{}.yaml", GPUCTL_SOURCE_DIR, name),
+                  std::string(GPUCTL_SOURCE_DIR) + "/playbooks");
     EXPECT_EQ(run.exit_code, 0) << name << ": " << run.output;
   }
 }

@@ -18,13 +18,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct ShRun {
+struct CompletionShRun {
   int status = -1;
   std::string out;
 };
 
-ShRun Sh(const std::string& command) {
-  ShRun run;
+CompletionShRun CompletionSh(const std::string& command) {
+  CompletionShRun run;
   FILE* pipe = popen(command.c_str(), "r");
   char buffer[512];
   while (std::fgets(buffer, sizeof(buffer), pipe) != nullptr) run.out += buffer;
@@ -40,14 +40,15 @@ std::string BashCompletes(const std::string& words) {
                              " completion bash) && COMP_WORDS=(" + words +
                              ") && COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 )) && _gpuctl && "
                              "printf '%s\\n' \"${COMPREPLY[@]}\"";
-  return Sh("bash -c " + ShellQuote(script) + " 2>&1").out;
+  return CompletionSh("bash -c " + ShellQuote(script) + " 2>&1").out;
 }
 
 TEST(Completion, BashRegistersAndCompletesCommandsOptionsAndValues) {
-  const ShRun registered = Sh("bash -c " +
-                              ShellQuote("source <(" + ShellQuote(GPUCTL_BINARY) +
-                                         " completion bash) && complete -p gpuctl") +
-                              " 2>&1");
+  const CompletionShRun registered =
+      CompletionSh("bash -c " +
+                   ShellQuote("source <(" + ShellQuote(GPUCTL_BINARY) +
+                              " completion bash) && complete -p gpuctl") +
+                   " 2>&1");
   EXPECT_EQ(registered.status, 0) << registered.out;
   EXPECT_EQ(registered.out, "complete -o default -F _gpuctl gpuctl\n");
   // gpuctl pl<TAB>
@@ -66,26 +67,26 @@ TEST(Completion, BashRegistersAndCompletesCommandsOptionsAndValues) {
 
 TEST(Completion, ZshAndFishScriptsParse) {
   for (const char* shell : {"zsh", "fish"}) {
-    if (Sh(std::string("command -v ") + shell + " >/dev/null").status != 0) {
+    if (CompletionSh(std::string("command -v ") + shell + " >/dev/null").status != 0) {
       std::printf("%s not installed: its script is not checked here\n", shell);
       continue;
     }
-    const ShRun parse =
-        Sh(ShellQuote(GPUCTL_BINARY) + " completion " + shell + " | " + shell + " -n 2>&1");
+    const CompletionShRun parse = CompletionSh(ShellQuote(GPUCTL_BINARY) + " completion " + shell +
+                                               " | " + shell + " -n 2>&1");
     EXPECT_EQ(parse.status, 0) << shell << ": " << parse.out;
   }
-  if (Sh("command -v fish >/dev/null").status == 0) {
-    const ShRun fish =
-        Sh("fish -c " +
-           ShellQuote(ShellQuote(GPUCTL_BINARY) + " completion fish | source; complete -C "
-                                                  "'gpuctl pl'") +
-           " 2>&1");
+  if (CompletionSh("command -v fish >/dev/null").status == 0) {
+    const CompletionShRun fish = CompletionSh("fish -c " +
+                                              ShellQuote(ShellQuote(GPUCTL_BINARY) +
+                                                         " completion fish | source; complete -C "
+                                                         "'gpuctl pl'") +
+                                              " 2>&1");
     EXPECT_EQ(fish.out.rfind("plan\t", 0), 0U) << fish.out;
   }
 }
 
 TEST(Completion, ManPageListsEveryCommandAndTheBuildHasIt) {
-  const ShRun man = Sh(ShellQuote(GPUCTL_BINARY) + " man");
+  const CompletionShRun man = CompletionSh(ShellQuote(GPUCTL_BINARY) + " man");
   ASSERT_EQ(man.status, 0);
   EXPECT_EQ(man.out.rfind(".\\\" gpuctl(1)", 0), 0U) << man.out.substr(0, 200);
   EXPECT_NE(man.out.find(".TH GPUCTL 1"), std::string::npos);
@@ -100,9 +101,9 @@ TEST(Completion, ManPageListsEveryCommandAndTheBuildHasIt) {
                            "completions/gpuctl.fish"}) {
     EXPECT_TRUE(fs::exists(build / file)) << file;
   }
-  if (Sh("command -v man >/dev/null").status == 0) {
-    const ShRun rendered =
-        Sh("MANWIDTH=80 man -l " + ShellQuote((build / "gpuctl.1").string()) + " 2>&1 >/dev/null");
+  if (CompletionSh("command -v man >/dev/null").status == 0) {
+    const CompletionShRun rendered = CompletionSh(
+        "MANWIDTH=80 man -l " + ShellQuote((build / "gpuctl.1").string()) + " 2>&1 >/dev/null");
     EXPECT_EQ(rendered.out, "") << "man's warnings";
   }
 }

@@ -34,69 +34,74 @@ std::string Replace(std::string text, const std::string& from, const std::string
   return text.replace(at, from.size(), to);
 }
 
-std::string With(const std::string& block) { return std::string(kMinimalInventory) + block; }
+std::string ValuesWith(const std::string& block) { return std::string(kMinimalInventory) + block; }
 
 std::vector<Field> Fields() {
   const std::string inv = kMinimalInventory;
   const std::string w1_hw = "    hardware: {gpus: {model: @@, count: 8}}\n";
   return {
       {"cluster", Replace(inv, "cluster: lab", "cluster: @@"), "lab"},
-      {"ssh.user", With("ssh: {user: @@}\n"), "ubuntu"},
-      {"ssh.identity_file", With("ssh: {identity_file: @@}\n"), "keys/id_ed25519", true},
-      {"ssh.known_hosts", With("ssh: {known_hosts: @@}\n"), "lab_known_hosts", true},
-      {"ssh.become_password_env", With("ssh: {become_password_env: @@}\n"), "GPUCTL_SUDO"},
-      {"ssh.jump_host", With("ssh: {jump_host: @@}\n"), "admin@bastion:2222"},
-      {"versions.driver_branch", With("versions: {driver_branch: @@}\n"), "550"},
-      {"versions.cuda", With("versions: {cuda: @@}\n"), "12.4"},
-      {"versions.cudnn", With("versions: {cudnn: @@}\n"), "9.1"},
-      {"versions.nccl", With("versions: {nccl: @@}\n"), "2.21"},
-      {"versions.ofed", With("versions: {ofed: @@}\n"), "24.01"},
-      {"versions.container_toolkit", With("versions: {container_toolkit: @@}\n"), "1.15"},
-      {"versions.kubernetes", With("versions: {kubernetes: @@}\n"), "1.30"},
-      {"versions.cni", With("versions: {cni: @@}\n"), "flannel"},
-      {"versions.gpu_operator", With("versions: {gpu_operator: @@}\n"), "v24.3.0"},
-      {"versions.slurm", With("versions: {slurm: @@}\n"), "23.02"},
-      {"network.subnet", With("network: {subnet: @@}\n"), "198.18.0.0/24"},
-      {"network.pod_cidr", With("network: {pod_cidr: @@}\n"), "10.244.0.0/16"},
-      {"network.service_cidr", With("network: {service_cidr: @@}\n"), "10.96.0.0/12"},
-      {"network.ntp_servers", With("network: {ntp_servers: [@@]}\n"), "pool.ntp.org"},
-      {"nfs.server", With("nfs: {server: @@}\n"), "w1"},
-      {"nfs.exports[].path", With("nfs: {exports: [{path: @@}]}\n"), "/data"},
-      {"nfs.exports[].clients", With("nfs: {exports: [{path: /data, clients: @@}]}\n"),
+      {"ssh.user", ValuesWith("ssh: {user: @@}\n"), "ubuntu"},
+      {"ssh.identity_file", ValuesWith("ssh: {identity_file: @@}\n"), "keys/id_ed25519", true},
+      {"ssh.known_hosts", ValuesWith("ssh: {known_hosts: @@}\n"), "lab_known_hosts", true},
+      {"ssh.become_password_env", ValuesWith("ssh: {become_password_env: @@}\n"), "GPUCTL_SUDO"},
+      {"ssh.jump_host", ValuesWith("ssh: {jump_host: @@}\n"), "admin@bastion:2222"},
+      {"versions.driver_branch", ValuesWith("versions: {driver_branch: @@}\n"), "550"},
+      {"versions.cuda", ValuesWith("versions: {cuda: @@}\n"), "12.4"},
+      {"versions.cudnn", ValuesWith("versions: {cudnn: @@}\n"), "9.1"},
+      {"versions.nccl", ValuesWith("versions: {nccl: @@}\n"), "2.21"},
+      {"versions.ofed", ValuesWith("versions: {ofed: @@}\n"), "24.01"},
+      {"versions.container_toolkit", ValuesWith("versions: {container_toolkit: @@}\n"), "1.15"},
+      {"versions.kubernetes", ValuesWith("versions: {kubernetes: @@}\n"), "1.30"},
+      {"versions.cni", ValuesWith("versions: {cni: @@}\n"), "flannel"},
+      {"versions.gpu_operator", ValuesWith("versions: {gpu_operator: @@}\n"), "v24.3.0"},
+      {"versions.slurm", ValuesWith("versions: {slurm: @@}\n"), "23.02"},
+      {"network.subnet", ValuesWith("network: {subnet: @@}\n"), "198.18.0.0/24"},
+      {"network.pod_cidr", ValuesWith("network: {pod_cidr: @@}\n"), "10.244.0.0/16"},
+      {"network.service_cidr", ValuesWith("network: {service_cidr: @@}\n"), "10.96.0.0/12"},
+      {"network.ntp_servers", ValuesWith("network: {ntp_servers: [@@]}\n"), "pool.ntp.org"},
+      {"nfs.server", ValuesWith("nfs: {server: @@}\n"), "w1"},
+      {"nfs.exports[].path", ValuesWith("nfs: {exports: [{path: @@}]}\n"), "/data"},
+      {"nfs.exports[].clients", ValuesWith("nfs: {exports: [{path: /data, clients: @@}]}\n"),
        "10.0.0.0/8"},
       {"nfs.mounts[].export",
-       With("nfs: {exports: [{path: /data}], mounts: [{export: @@, path: /mnt/data}]}\n"), "/data"},
+       ValuesWith("nfs: {exports: [{path: /data}], mounts: [{export: @@, path: /mnt/data}]}\n"),
+       "/data"},
       {"nfs.mounts[].path",
-       With("nfs: {exports: [{path: /data}], mounts: [{export: /data, path: @@}]}\n"), "/mnt/data"},
+       ValuesWith("nfs: {exports: [{path: /data}], mounts: [{export: /data, path: @@}]}\n"),
+       "/mnt/data"},
       {"nfs.mounts[].options",
-       With("nfs:\n  exports: [{path: /data}]\n"
-            "  mounts: [{export: /data, path: /mnt/data, options: @@}]\n"),
+       ValuesWith("nfs:\n  exports: [{path: /data}]\n"
+                  "  mounts: [{export: /data, path: /mnt/data, options: @@}]\n"),
        "rw,hard,nfsvers=4.1"},
-      {"slurm.cluster_name", With("orchestrator: slurm\nslurm: {cluster_name: @@}\n"), "lab"},
-      {"slurm.partitions[].name", With("orchestrator: slurm\nslurm: {partitions: [{name: @@}]}\n"),
-       "gpu"},
+      {"slurm.cluster_name", ValuesWith("orchestrator: slurm\nslurm: {cluster_name: @@}\n"), "lab"},
+      {"slurm.partitions[].name",
+       ValuesWith("orchestrator: slurm\nslurm: {partitions: [{name: @@}]}\n"), "gpu"},
       {"slurm.partitions[].nodes[]",
-       With("orchestrator: slurm\nslurm: {partitions: [{name: gpu, nodes: [@@]}]}\n"), "w1"},
+       ValuesWith("orchestrator: slurm\nslurm: {partitions: [{name: gpu, nodes: [@@]}]}\n"), "w1"},
       {"slurm.partitions[].max_time",
-       With("orchestrator: slurm\nslurm: {partitions: [{name: gpu, max_time: @@}]}\n"),
+       ValuesWith("orchestrator: slurm\nslurm: {partitions: [{name: gpu, max_time: @@}]}\n"),
        "2-00:00:00"},
       {"slurm.partitions[].default_time",
-       With("orchestrator: slurm\nslurm: {partitions: [{name: gpu, default_time: @@}]}\n"), "60"},
-      {"slurm.munge_key_env", With("orchestrator: slurm\nslurm: {munge_key_env: @@}\n"),
+       ValuesWith("orchestrator: slurm\nslurm: {partitions: [{name: gpu, default_time: @@}]}\n"),
+       "60"},
+      {"slurm.munge_key_env", ValuesWith("orchestrator: slurm\nslurm: {munge_key_env: @@}\n"),
        "GPUCTL_MUNGE_KEY"},
       {"nodes[].name", Replace(inv, "name: w1", "name: @@"), "w1"},
       {"nodes[].address", Replace(inv, "address: 198.18.0.11", "address: @@"), "198.18.0.11"},
-      {"nodes[].ib_address", With("    ib_address: @@\n"), "10.10.0.11"},
-      {"nodes[].hardware.gpus.model", With(w1_hw), "NVIDIA H100 80GB HBM3"},
-      {"nodes[].hardware.ib[].device", With("    hardware: {ib: [{device: @@}]}\n"), "mlx5_0"},
-      {"mirrors.cni_manifest", With("mirrors: {cni_manifest: @@}\n"),
+      {"nodes[].ib_address", ValuesWith("    ib_address: @@\n"), "10.10.0.11"},
+      {"nodes[].hardware.gpus.model", ValuesWith(w1_hw), "NVIDIA H100 80GB HBM3"},
+      {"nodes[].hardware.ib[].device", ValuesWith("    hardware: {ib: [{device: @@}]}\n"),
+       "mlx5_0"},
+      {"mirrors.cni_manifest", ValuesWith("mirrors: {cni_manifest: @@}\n"),
        "http://m.site/kube-flannel.yml"},
-      {"mirrors.gpu_operator_chart", With("mirrors: {gpu_operator_chart: @@}\n"),
+      {"mirrors.gpu_operator_chart", ValuesWith("mirrors: {gpu_operator_chart: @@}\n"),
        "http://m.site/charts"},
-      {"mirrors.registries", With("mirrors: {registries: {nvcr.io: @@}}\n"), "http://m.site:5000"},
-      {"repositories.url", With("repositories: {cuda: {url: @@}}\n"), "http://m.site/cuda"},
-      {"repositories.key", With("repositories: {cuda: {key: @@}}\n"), "/etc/keys/cuda.pub"},
-      {"repositories.fingerprint", With("repositories: {cuda: {fingerprint: @@}}\n"),
+      {"mirrors.registries", ValuesWith("mirrors: {registries: {nvcr.io: @@}}\n"),
+       "http://m.site:5000"},
+      {"repositories.url", ValuesWith("repositories: {cuda: {url: @@}}\n"), "http://m.site/cuda"},
+      {"repositories.key", ValuesWith("repositories: {cuda: {key: @@}}\n"), "/etc/keys/cuda.pub"},
+      {"repositories.fingerprint", ValuesWith("repositories: {cuda: {fingerprint: @@}}\n"),
        "EB693B3035CD5710E231E123A4B469963BF863CC"},
   };
 }
@@ -204,11 +209,11 @@ TEST(InventoryValues, EachFieldRefusesEachHostilePayloadWhereItIs) {
 // The issue's findings, each as it was reported.
 TEST(InventoryValues, TheIssuesPayloadsAreRefusedNamingTheCharacter) {
   auto p = ParseText(
-      With("nfs:\n"
-           "  exports: [{path: /data, clients: \"10.0.0.0/8\\n/ *(rw,no_root_squash)\"}]\n"
-           "  mounts: [{export: /data, path: \"/mnt/data\\n/dev/sda1 /boot ext4\"}]\n"
-           "orchestrator: slurm\n"
-           "slurm: {partitions: [{name: \"gpu\\nPartitionName=evil Nodes=ALL\"}]}\n"));
+      ValuesWith("nfs:\n"
+                 "  exports: [{path: /data, clients: \"10.0.0.0/8\\n/ *(rw,no_root_squash)\"}]\n"
+                 "  mounts: [{export: /data, path: \"/mnt/data\\n/dev/sda1 /boot ext4\"}]\n"
+                 "orchestrator: slurm\n"
+                 "slurm: {partitions: [{name: \"gpu\\nPartitionName=evil Nodes=ALL\"}]}\n"));
   EXPECT_FALSE(p.inventory);
   EXPECT_TRUE(testing::HasDiagnostic(p.diagnostics, 12, 36,
                                      "invalid NFS clients: an NFS client may not contain a line "
@@ -227,9 +232,9 @@ TEST(InventoryValues, TheIssuesPayloadsAreRefusedNamingTheCharacter) {
 
 TEST(InventoryValues, APartitionsTimesAreSlurmTimesAndItsDefaultIsWithinItsMax) {
   auto p =
-      ParseText(With("orchestrator: slurm\nslurm:\n  partitions:\n"
-                     "    - {name: gpu, max_time: \"1:00:00\", default_time: \"2:00:00\"}\n"
-                     "    - {name: all, max_time: 2h}\n"));
+      ParseText(ValuesWith("orchestrator: slurm\nslurm:\n  partitions:\n"
+                           "    - {name: gpu, max_time: \"1:00:00\", default_time: \"2:00:00\"}\n"
+                           "    - {name: all, max_time: 2h}\n"));
   EXPECT_FALSE(p.inventory);
   EXPECT_TRUE(testing::HasDiagnostic(p.diagnostics, 14, 54,
                                      "partition 'gpu': default_time is above its max_time "
@@ -239,9 +244,9 @@ TEST(InventoryValues, APartitionsTimesAreSlurmTimesAndItsDefaultIsWithinItsMax) 
                                      "INFINITE or numbers"));
 
   p =
-      ParseText(With("orchestrator: slurm\nslurm:\n  partitions:\n"
-                     "    - {name: gpu, max_time: \"1-00\", default_time: \"30\"}\n"
-                     "    - {name: all, default_time: UNLIMITED}\n"));
+      ParseText(ValuesWith("orchestrator: slurm\nslurm:\n  partitions:\n"
+                           "    - {name: gpu, max_time: \"1-00\", default_time: \"30\"}\n"
+                           "    - {name: all, default_time: UNLIMITED}\n"));
   ASSERT_TRUE(p.inventory) << p.diagnostics.Format();
   EXPECT_EQ(p.inventory->slurm->partitions[0].max_time, "1-00");
   EXPECT_EQ(p.inventory->slurm->partitions[0].default_time, "30");
@@ -250,8 +255,8 @@ TEST(InventoryValues, APartitionsTimesAreSlurmTimesAndItsDefaultIsWithinItsMax) 
 
 TEST(InventoryValues, RootIsNeitherAnExportNorAMountPoint) {
   const auto p =
-      ParseText(With("nfs:\n  exports: [{path: /}]\n"
-                     "  mounts: [{export: /, path: /}]\n"));
+      ParseText(ValuesWith("nfs:\n  exports: [{path: /}]\n"
+                           "  mounts: [{export: /, path: /}]\n"));
   EXPECT_FALSE(p.inventory);
   EXPECT_TRUE(testing::HasDiagnostic(p.diagnostics, 12, 20, "the node's whole file system"));
   EXPECT_TRUE(testing::HasDiagnostic(p.diagnostics, 13, 21, "the node's whole file system"));

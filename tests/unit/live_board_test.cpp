@@ -22,7 +22,7 @@ using Clock = LiveBoard::Clock;
 using std::chrono::seconds;
 
 // std::regex (ECMAScript): "\n" and anchors mean what they say.
-bool Has(const std::string& text, const std::string& pattern) {
+bool LiveBoardHas(const std::string& text, const std::string& pattern) {
   return std::regex_search(text, std::regex(pattern));
 }
 
@@ -116,7 +116,8 @@ TEST(LiveBoard, ProbingCountsNodesAndListsThoseStillProbing) {
   EXPECT_THAT(lines[0], ::testing::MatchesRegex(R"(  gpu\[01,03\] \(2\) +probing  [34]s)"));
   EXPECT_THAT(lines[1], HasSubstr("probe [########----------------] 1/3 nodes, 0 failed"));
   // The failure was written as it happened, with the time of day.
-  EXPECT_TRUE(Has(out.str(), R"((^|\n)[0-9]{2}:[0-9]{2}:[0-9]{2} gpu04 +- +error: No route)"))
+  EXPECT_TRUE(
+      LiveBoardHas(out.str(), R"((^|\n)[0-9]{2}:[0-9]{2}:[0-9]{2} gpu04 +- +error: No route)"))
       << out.str();
 }
 
@@ -163,7 +164,8 @@ TEST(LiveBoard, TerminalFramesEraseThePreviousBoardAndKeepFinishedLinesAbove) {
   ASSERT_NE(finished, std::string::npos) << second;
   ASSERT_NE(summary, std::string::npos) << second;
   EXPECT_LT(finished, summary);
-  EXPECT_FALSE(Has(second, R"([0-9]{2}:[0-9]{2}:[0-9]{2})")) << "no time of day on a terminal";
+  EXPECT_FALSE(LiveBoardHas(second, R"([0-9]{2}:[0-9]{2}:[0-9]{2})"))
+      << "no time of day on a terminal";
 
   out.str("");
   board.Hide();
@@ -200,8 +202,9 @@ TEST(LiveBoard, PlainOutputWritesTheBoardAsTimestampedLinesEveryHeartbeat) {
   EXPECT_EQ(out.str(), "") << "not due yet";
   board.Tick(t0 + seconds(31));
   const std::string beat = out.str();
-  EXPECT_TRUE(Has(beat, R"(^[0-9:]{8} == apply )")) << beat;
-  EXPECT_TRUE(Has(beat, R"(\n[0-9:]{8}   master1 +k8s\.gpu-operator +change  3[01]s\n$)")) << beat;
+  EXPECT_TRUE(LiveBoardHas(beat, R"(^[0-9:]{8} == apply )")) << beat;
+  EXPECT_TRUE(LiveBoardHas(beat, R"(\n[0-9:]{8}   master1 +k8s\.gpu-operator +change  3[01]s\n$)"))
+      << beat;
   out.str("");
   board.Tick(t0 + seconds(45));
   EXPECT_EQ(out.str(), "") << "the next one is due 30 s after the last";
@@ -221,8 +224,9 @@ TEST(LiveBoard, AFinishedLineSaysHowLongTheChangeTook) {
   PlanItem failed = Ended(plan, "worker1", "k8s.join", ItemState::kFailed);
   failed.detail = "kubeadm join: exit 1";
   board.ItemUpdated(failed);
-  EXPECT_TRUE(Has(out.str(), R"(gpu\.driver +applied in [0-9]+\.[0-9]s\n)")) << out.str();
-  EXPECT_TRUE(Has(out.str(), R"(k8s\.join +failed after [0-9]+\.[0-9]s: kubeadm join: exit 1)"))
+  EXPECT_TRUE(LiveBoardHas(out.str(), R"(gpu\.driver +applied in [0-9]+\.[0-9]s\n)")) << out.str();
+  EXPECT_TRUE(
+      LiveBoardHas(out.str(), R"(k8s\.join +failed after [0-9]+\.[0-9]s: kubeadm join: exit 1)"))
       << out.str();
 }
 
@@ -264,7 +268,7 @@ TEST(LiveBoard, EventsFromManyThreadsAndTheTickerDoNotRace) {
   const std::string text = out.str();
   const auto erase = text.rfind("\x1b[J");
   ASSERT_NE(erase, std::string::npos);
-  EXPECT_FALSE(Has(text.substr(erase), "apply \\[")) << text.substr(erase);
+  EXPECT_FALSE(LiveBoardHas(text.substr(erase), "apply \\[")) << text.substr(erase);
 }
 
 }  // namespace

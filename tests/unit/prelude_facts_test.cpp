@@ -16,7 +16,7 @@ namespace {
 using testing::Slurp;
 using testing::StepHarness;
 
-constexpr const char* kInventory = R"(cluster: t
+constexpr const char* kFactsInventory = R"(cluster: t
 versions: {driver_branch: "550"}
 nodes:
   - {name: master1, address: 198.18.0.10, os: ubuntu-22.04, roles: [master]}
@@ -86,7 +86,7 @@ class PreludeFactsTest : public ::testing::Test {
     return h_.Script(script, "gpu.driver", node);
   }
   [[nodiscard]] std::string Calls() const { return Slurp(h_.dir() / "calls"); }
-  StepHarness h_{kInventory};
+  StepHarness h_{kFactsInventory};
 };
 
 constexpr const char* kPackageChecks =

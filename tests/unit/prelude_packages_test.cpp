@@ -18,7 +18,7 @@ namespace {
 using testing::Slurp;
 using testing::StepHarness;
 
-constexpr const char* kInventory = R"(cluster: t
+constexpr const char* kPackagesInventory = R"(cluster: t
 versions: {driver_branch: "550"}
 nodes:
   - {name: master1, address: 198.18.0.10, os: ubuntu-22.04, roles: [master]}
@@ -39,7 +39,7 @@ class PreludePackagesTest : public ::testing::Test {
   testing::StepRun Run(const std::string& script) {
     return h_.Script(script, "gpu.driver", "master1");
   }
-  StepHarness h_{kInventory};
+  StepHarness h_{kPackagesInventory};
 };
 
 TEST_F(PreludePackagesTest, StateNamesWhatDpkgLeft) {

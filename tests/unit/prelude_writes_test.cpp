@@ -19,7 +19,7 @@ namespace {
 using testing::Slurp;
 using testing::StepHarness;
 
-constexpr const char* kInventory = R"(cluster: t
+constexpr const char* kWritesInventory = R"(cluster: t
 nodes:
   - {name: master1, address: 198.18.0.10, os: ubuntu-22.04, roles: [master]}
 )";
@@ -39,7 +39,7 @@ class PreludeWritesTest : public ::testing::Test {
   testing::StepRun Run(const std::string& script) {
     return h_.Script("D=" + ShellQuote(etc_.string()) + "\n" + script, "os.hosts", "master1");
   }
-  StepHarness h_{kInventory};
+  StepHarness h_{kWritesInventory};
   std::filesystem::path etc_;
 };
 

@@ -22,7 +22,7 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
 
-constexpr const char* kInventory = R"(cluster: lab
+constexpr const char* kResetInventory = R"(cluster: lab
 orchestrator: slurm
 network: {subnet: 198.18.0.0/24}
 nfs: {server: s1, exports: [{path: /data}], mounts: [{export: /data, path: /data}]}
@@ -37,7 +37,7 @@ class ResetTest : public ::testing::Test {
  protected:
   void SetUp() override {
     Diagnostics diagnostics;
-    auto inventory = ParseInventory(kInventory, "/lab/inv.yaml", diagnostics);
+    auto inventory = ParseInventory(kResetInventory, "/lab/inv.yaml", diagnostics);
     auto catalog = Catalog::Load(GPUCTL_PLAYBOOK_DIR, diagnostics);
     ASSERT_TRUE(inventory && catalog) << diagnostics.Format();
     spec.inventory = std::move(*inventory);

@@ -12,7 +12,7 @@
 namespace gpuctl::testing {
 namespace {
 
-constexpr const char* kSmi = "nvidia-utils/root/usr/bin/nvidia-smi";
+constexpr const char* kSmiStub = "nvidia-utils/root/usr/bin/nvidia-smi";
 constexpr const char* kDriverState = "nvidia-dkms/root/usr/lib/gpuctl-lab/driver-state";
 // The fields of the real capture's query_csv.txt, in its order.
 constexpr const char* kCsvFields =
@@ -39,7 +39,7 @@ class NvidiaSmiStandin : public ::testing::Test {
   void Boot() const { ASSERT_EQ(node_.Run(kDriverState, "--load").status, 0); }
 
   RunResult Smi(const std::string& args, bool with_stderr = false) const {
-    return node_.Run(kSmi, args, with_stderr);
+    return node_.Run(kSmiStub, args, with_stderr);
   }
 
   StandinNode node_;

@@ -15,7 +15,7 @@ namespace {
 
 using testing::StepHarness;
 
-std::string Inventory(const std::string& orchestrator) {
+std::string ClusterInventory(const std::string& orchestrator) {
   return "cluster: t\norchestrator: " + orchestrator +
          "\nnodes:\n"
          "  - {name: master1, address: 198.18.0.10, os: ubuntu-22.04, roles: [master]}\n"
@@ -40,7 +40,7 @@ class ClusterStepsTest : public ::testing::Test {
 };
 
 TEST_F(ClusterStepsTest, JoinNeedsAKubeletConfForThisMasterAndARegisteredNode) {
-  StepHarness h(Inventory("kubernetes"));
+  StepHarness h(ClusterInventory("kubernetes"));
   auto run = h.Probe("k8s.join", "worker1");
   EXPECT_EQ(run.status, 1);
   EXPECT_NE(run.out.find("/etc/kubernetes/kubelet.conf is missing (not joined)"), std::string::npos)
@@ -64,7 +64,7 @@ TEST_F(ClusterStepsTest, JoinNeedsAKubeletConfForThisMasterAndARegisteredNode) {
 }
 
 TEST_F(ClusterStepsTest, InitComparesWhatKubeadmWroteWithTheInventory) {
-  StepHarness h(Inventory("kubernetes"));
+  StepHarness h(ClusterInventory("kubernetes"));
   EXPECT_NE(h.Probe("k8s.init", "master1").out.find("kubeadm init has not run"), std::string::npos);
   h.File("/etc/kubernetes/admin.conf", kKubeletConf);
   h.File("/root/.kube/config", kKubeletConf);
@@ -96,7 +96,7 @@ TEST_F(ClusterStepsTest, InitComparesWhatKubeadmWroteWithTheInventory) {
 }
 
 TEST_F(ClusterStepsTest, MungeKeyMustBeOwnedByMungeWithMode400) {
-  StepHarness h(Inventory("slurm"));
+  StepHarness h(ClusterInventory("slurm"));
   h.StubOutput("dpkg-query", "install ok installed");
   EXPECT_NE(h.Probe("slurm.munge", "master1").out.find("/etc/munge/munge.key is missing"),
             std::string::npos);
@@ -108,7 +108,7 @@ TEST_F(ClusterStepsTest, MungeKeyMustBeOwnedByMungeWithMode400) {
 }
 
 TEST_F(ClusterStepsTest, ControllerMustRunWithTheCurrentConfig) {
-  StepHarness h(Inventory("slurm"));
+  StepHarness h(ClusterInventory("slurm"));
   h.StubOutput("dpkg-query", "", 1);
   EXPECT_NE(h.Probe("slurm.controller", "master1").out.find("slurmctld is not installed"),
             std::string::npos);
@@ -161,7 +161,7 @@ constexpr const char* kWorker1Hardware =
     "RealMemory=128000";
 
 TEST_F(ClusterStepsTest, SlurmConfigIsRenderedFromTheInventory) {
-  StepHarness h(Inventory("slurm"));
+  StepHarness h(ClusterInventory("slurm"));
   h.SetEnv("GPUCTL_NODE_HARDWARE", kWorker1Hardware);
   h.StubOutput("id", "997\n");  // a distribution's dynamic uid
   auto run = h.Probe("slurm.config", "worker1");
@@ -185,7 +185,7 @@ TEST_F(ClusterStepsTest, SlurmConfigIsRenderedFromTheInventory) {
 // A partition's max_time and default_time (slurm_partitions' fourth and
 // fifth fields, '-' for no DefaultTime) reach its PartitionName line.
 TEST_F(ClusterStepsTest, PartitionTimeLimitsReachSlurmConf) {
-  StepHarness h(Inventory("slurm"));
+  StepHarness h(ClusterInventory("slurm"));
   h.SetEnv("GPUCTL_NODE_HARDWARE", kWorker1Hardware);
   h.SetEnv("GPUCTL_SLURM_PARTITIONS", "gpu worker1 YES 2-00:00:00 60\nall worker1 NO INFINITE -");
   h.StubOutput("id", "64030\n");
@@ -202,7 +202,7 @@ TEST_F(ClusterStepsTest, PartitionTimeLimitsReachSlurmConf) {
 
 TEST_F(ClusterStepsTest, SlurmNodeHardwareIsWhatSlurmdWouldFind) {
   if (const std::string why = StepHarness::CanFakeFiles(); !why.empty()) GTEST_SKIP() << why;
-  StepHarness h(Inventory("slurm"));
+  StepHarness h(ClusterInventory("slurm"));
   // The H100 machine: 16 CPUs on one socket, 131981020 kB (125.9 GiB) of
   // memory, rounded down to whole GiB (125 GiB, 128000 MB).
   h.StubFixture("lscpu", "lscpu/h100-host-16cpu.txt");
@@ -233,7 +233,7 @@ TEST_F(ClusterStepsTest, SlurmNodeHardwareIsWhatSlurmdWouldFind) {
 constexpr const char* kDebianSlurm = "22.05.8-4+deb12u3";
 
 std::string SlurmInventory(const std::string& series) {
-  return "versions: {slurm: \"" + series + "\"}\n" + Inventory("slurm");
+  return "versions: {slurm: \"" + series + "\"}\n" + ClusterInventory("slurm");
 }
 
 TEST_F(ClusterStepsTest, SlurmPackagesMustBeOfTheInventorysSeries) {
@@ -266,7 +266,7 @@ TEST_F(ClusterStepsTest, SlurmPackagesMustBeOfTheInventorysSeries) {
     EXPECT_EQ(worker.out, c.worker_line);
   }
   // Without versions.slurm any installed version will do.
-  StepHarness h(Inventory("slurm"));
+  StepHarness h(ClusterInventory("slurm"));
   h.StubOutput("dpkg-query", "21.08.5-2ubuntu1");
   h.StubOutput("systemctl", "", 1);  // is-enabled --quiet: disabled
   EXPECT_EQ(h.Probe("slurm.controller", "master1").out, "slurmctld is not enabled at boot\n");
@@ -302,7 +302,7 @@ TEST_F(ClusterStepsTest, SlurmInstallPinsTheSeriesOrNamesWhatTheRepositoriesOffe
 }
 
 TEST_F(ClusterStepsTest, SlurmdMustBeEnabled) {
-  StepHarness h(Inventory("slurm"));
+  StepHarness h(ClusterInventory("slurm"));
   // worker1 is Rocky: slurm-slurmd and slurm installed
   h.Stub("rpm", std::string("case \"$*\" in *--quiet*) exit 0 ;; esac\necho ") + kDebianSlurm);
   h.StubOutput("systemctl", "disabled\n", 1);

@@ -12,7 +12,7 @@ namespace {
 
 using testing::StepHarness;
 
-std::string Inventory(const std::string& toolkit) {
+std::string ContainersInventory(const std::string& toolkit) {
   return "cluster: t\nversions: {container_toolkit: \"" + toolkit +
          "\"}\nnodes:\n"
          "  - {name: m, address: 198.18.0.9, os: ubuntu-22.04, roles: [master]}\n"
@@ -49,7 +49,7 @@ void Node(StepHarness& h, const std::string& dump, const std::string& toolkit_ve
 
 TEST(ContainerdStepTest, DebianPackageConfigNeedsSystemdCgroup) {
   // Debian's own /etc/containerd/config.toml leaves runc on cgroupfs.
-  StepHarness h(Inventory("1.17"));
+  StepHarness h(ContainersInventory("1.17"));
   Node(h, "dump-debian-package-1.6.20.toml");
   const auto run = h.Probe("containers.containerd", "u");
   EXPECT_EQ(run.status, 1);
@@ -57,7 +57,7 @@ TEST(ContainerdStepTest, DebianPackageConfigNeedsSystemdCgroup) {
 }
 
 TEST(ContainerdStepTest, GpuctlConfigIsDoneOnBothFamilies) {
-  StepHarness h(Inventory("1.17"));
+  StepHarness h(ContainersInventory("1.17"));
   Node(h, "dump-gpuctl-1.6.20.toml");
   for (const char* node : {"u", "r"}) {
     const auto run = h.Probe("containers.containerd", node);
@@ -68,7 +68,7 @@ TEST(ContainerdStepTest, GpuctlConfigIsDoneOnBothFamilies) {
 TEST(ContainerdStepTest, GpuOperatorEditsNeedNoChange) {
   // The operator added its runtimes, repointed nvidia at its own binary and
   // made it the default: none of that is gpuctl's, so nothing to do.
-  StepHarness h(Inventory("1.17"));
+  StepHarness h(ContainersInventory("1.17"));
   Node(h, "dump-gpu-operator-1.6.20.toml");
   const auto containerd = h.Probe("containers.containerd", "u");
   EXPECT_EQ(containerd.status, 0) << containerd.out;
@@ -79,7 +79,7 @@ TEST(ContainerdStepTest, GpuOperatorEditsNeedNoChange) {
 TEST(ContainerdStepTest, DockerPlaceholderConfigDisablesCri) {
   // containerd.io's placeholder: disabled_plugins = ["cri"] in a version 1
   // file, so the CRI plugin's runc options are not even there.
-  StepHarness h(Inventory("1.17"));
+  StepHarness h(ContainersInventory("1.17"));
   Node(h, "dump-containerd-io-1.6.20.toml");
   const auto run = h.Probe("containers.containerd", "r");
   EXPECT_EQ(run.status, 1);
@@ -87,7 +87,7 @@ TEST(ContainerdStepTest, DockerPlaceholderConfigDisablesCri) {
 }
 
 TEST(ContainerdStepTest, NamesARestartPendingAndAStoppedDaemon) {
-  StepHarness h(Inventory("1.17"));
+  StepHarness h(ContainersInventory("1.17"));
   Node(h, "dump-gpuctl-1.6.20.toml", "1.17.8-1", 1700000001);
   auto run = h.Probe("containers.containerd", "u");
   EXPECT_EQ(run.status, 1);
@@ -101,7 +101,7 @@ TEST(ContainerdStepTest, NamesARestartPendingAndAStoppedDaemon) {
 }
 
 TEST(ContainerdStepTest, NamesAConfigContainerdCannotLoad) {
-  StepHarness h(Inventory("1.17"));
+  StepHarness h(ContainersInventory("1.17"));
   Node(h, "dump-gpuctl-1.6.20.toml");
   h.SetEnv(
       "STUB_DUMP_FAILS",
@@ -115,7 +115,7 @@ TEST(ContainerdStepTest, NamesAConfigContainerdCannotLoad) {
 }
 
 TEST(NvidiaToolkitStepTest, NvidiaCtkRuntimeIsDone) {
-  StepHarness h(Inventory("1.17"));
+  StepHarness h(ContainersInventory("1.17"));
   Node(h, "dump-nvidia-ctk-1.6.20.toml");
   for (const char* node : {"u", "r"}) {
     const auto run = h.Probe("containers.nvidia-toolkit", node);
@@ -124,7 +124,7 @@ TEST(NvidiaToolkitStepTest, NvidiaCtkRuntimeIsDone) {
 }
 
 TEST(NvidiaToolkitStepTest, NamesAMissingRuntime) {
-  StepHarness h(Inventory("1.17"));
+  StepHarness h(ContainersInventory("1.17"));
   Node(h, "dump-gpuctl-1.6.20.toml");
   const auto run = h.Probe("containers.nvidia-toolkit", "u");
   EXPECT_EQ(run.status, 1);
@@ -132,7 +132,7 @@ TEST(NvidiaToolkitStepTest, NamesAMissingRuntime) {
 }
 
 TEST(NvidiaToolkitStepTest, NamesTheWrongRelease) {
-  StepHarness h(Inventory("1.17"));
+  StepHarness h(ContainersInventory("1.17"));
   Node(h, "dump-nvidia-ctk-1.6.20.toml", "1.16.2-1");
   const auto run = h.Probe("containers.nvidia-toolkit", "r");
   EXPECT_EQ(run.status, 1);
@@ -140,7 +140,7 @@ TEST(NvidiaToolkitStepTest, NamesTheWrongRelease) {
             std::string::npos)
       << run.out;
   // "1.1" is not a prefix match for 1.16.2: releases compare by component.
-  StepHarness h2(Inventory("1.1"));
+  StepHarness h2(ContainersInventory("1.1"));
   Node(h2, "dump-nvidia-ctk-1.6.20.toml", "1.16.2-1");
   EXPECT_EQ(h2.Probe("containers.nvidia-toolkit", "u").status, 1);
 }
@@ -149,7 +149,7 @@ TEST(ContainerdStepTest, ReadsContainerd2PluginPath) {
   // containerd 2.x (config version 3) keeps the CRI runtimes under
   // io.containerd.cri.v1.runtime; written from containerd 2.0's documented
   // `config default` layout (no 2.x binary in the lab).
-  StepHarness h(Inventory("1.17"));
+  StepHarness h(ContainersInventory("1.17"));
   Node(h, "config-default-2.0-documented.toml");
   const auto run = h.Probe("containers.containerd", "u");
   EXPECT_EQ(run.status, 1);

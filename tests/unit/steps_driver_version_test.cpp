@@ -16,7 +16,7 @@ namespace {
 using testing::Slurp;
 using testing::StepHarness;
 
-std::string Inventory(const std::string& driver) {
+std::string DriverVersionInventory(const std::string& driver) {
   return "cluster: t\nversions: {driver: \"" + driver +
          "\", cuda: \"12.4\"}\nnodes:\n"
          "  - {name: m, address: 198.18.0.1, os: ubuntu-22.04, roles: [master]}\n"
@@ -42,7 +42,7 @@ class DriverVersionStepTest : public ::testing::Test {
 };
 
 TEST_F(DriverVersionStepTest, ProbeWantsExactlyTheRelease) {
-  StepHarness h(Inventory("580.159.04"));
+  StepHarness h(DriverVersionInventory("580.159.04"));
   Node(h, "580.95.05-0ubuntu0.22.04.1");
   auto run = h.Probe("gpu.driver", "u");
   EXPECT_EQ(run.status, 1);
@@ -61,7 +61,7 @@ TEST_F(DriverVersionStepTest, ProbeWantsExactlyTheRelease) {
 
 TEST_F(DriverVersionStepTest, ProbeNamesAnotherLoadedRelease) {
   // Installed as asked, but the module loaded is still the branch's newer one.
-  StepHarness h(Inventory("580.95.05"));
+  StepHarness h(DriverVersionInventory("580.95.05"));
   Node(h, "580.95.05-1");
   const auto run = h.Probe("gpu.driver", "r");
   EXPECT_EQ(run.status, 1);
@@ -69,14 +69,14 @@ TEST_F(DriverVersionStepTest, ProbeNamesAnotherLoadedRelease) {
 }
 
 TEST_F(DriverVersionStepTest, ABranchTakesAnyReleaseOfIt) {
-  StepHarness h(Inventory("580"));
+  StepHarness h(DriverVersionInventory("580"));
   Node(h, "580.95.05-0ubuntu0.22.04.1");
   EXPECT_EQ(h.Probe("gpu.driver", "u").status, 0);
   EXPECT_EQ(h.Verify("gpu.driver", "u").status, 0);
 }
 
 TEST_F(DriverVersionStepTest, VerifyChecksNvidiaSmiAndThePackage) {
-  StepHarness h(Inventory("580.159.04"));
+  StepHarness h(DriverVersionInventory("580.159.04"));
   Node(h, "580.159.04-1");
   auto run = h.Verify("gpu.driver", "r");
   EXPECT_EQ(run.status, 0) << run.out;
@@ -86,7 +86,7 @@ TEST_F(DriverVersionStepTest, VerifyChecksNvidiaSmiAndThePackage) {
   EXPECT_EQ(run.status, 1);
   EXPECT_EQ(run.out, "cuda-drivers-580 580.95.05-1 is installed, want 580.159.04\n");
 
-  StepHarness other(Inventory("580.95.05"));
+  StepHarness other(DriverVersionInventory("580.95.05"));
   Node(other, "580.95.05-1");
   run = other.Verify("gpu.driver", "r");
   EXPECT_EQ(run.status, 1);
@@ -99,7 +99,7 @@ TEST_F(DriverVersionStepTest, VerifyChecksNvidiaSmiAndThePackage) {
 TEST_F(DriverVersionStepTest, TheHoldWaitsForTheExactRelease) {
   // gpu.driver releases the holds to move to the release: the hold step is
   // known only after it, not found done on the old release's holds.
-  StepHarness h(Inventory("580.95.05"));
+  StepHarness h(DriverVersionInventory("580.95.05"));
   Node(h, "580.159.04-0ubuntu0.22.04.1");
   const auto run = h.Probe("gpu.driver-hold", "u");
   EXPECT_EQ(run.status, 3) << run.out;
@@ -110,7 +110,7 @@ TEST_F(DriverVersionStepTest, AptPinsEveryPackageOfTheReleaseAndMayDowngrade) {
   // Installed: the branch's newer release; the archive also has 550.54.15,
   // whose metapackage (a real control file) pins its dependencies with "="
   // and, for the module, "<= V-1".
-  StepHarness h(Inventory("550.54.15"));
+  StepHarness h(DriverVersionInventory("550.54.15"));
   Node(h, "550.127.05-0ubuntu1");
   const std::string show = StepHarness::Fixture("apt/apt-cache-show-nvidia-driver-550.txt");
   h.Stub("apt-cache",
@@ -146,7 +146,7 @@ TEST_F(DriverVersionStepTest, AptPinsEveryPackageOfTheReleaseAndMayDowngrade) {
 }
 
 TEST_F(DriverVersionStepTest, AptNamesAReleaseTheArchiveLacks) {
-  StepHarness h(Inventory("550.40.07"));
+  StepHarness h(DriverVersionInventory("550.40.07"));
   Node(h, "");
   h.StubFixture("apt-cache", "apt/apt-cache-madison-nvidia-driver-550.txt");
   h.Stub("apt-mark", "exit 0");
@@ -160,7 +160,7 @@ TEST_F(DriverVersionStepTest, AptNamesAReleaseTheArchiveLacks) {
 
 TEST_F(DriverVersionStepTest, DnfInstallsTheReleasesBranchMetapackage) {
   // NVIDIA's repository: cuda-drivers-580 at two releases, past the hold.
-  StepHarness h(Inventory("580.95.05"));
+  StepHarness h(DriverVersionInventory("580.95.05"));
   Node(h, "580.159.04-1");
   h.Stub("dnf",
          "echo \"dnf $*\" >>\"$CALLS\"\n"
@@ -173,7 +173,7 @@ TEST_F(DriverVersionStepTest, DnfInstallsTheReleasesBranchMetapackage) {
       << Slurp(h.dir() / "calls");
 
   // A branch installs the branch's metapackage, as before.
-  StepHarness branch(Inventory("580"));
+  StepHarness branch(DriverVersionInventory("580"));
   Node(branch, "");
   branch.Stub("dnf", "echo \"dnf $*\" >>\"$CALLS\"");
   ASSERT_EQ(branch.Change("gpu.driver", "r").status, 0);

@@ -11,7 +11,7 @@ namespace {
 
 using testing::StepHarness;
 
-std::string Inventory(const std::string& ports, const std::string& address = "198.18.0.2") {
+std::string FabricInventory(const std::string& ports, const std::string& address = "198.18.0.2") {
   return "cluster: t\nnodes:\n"
          "  - {name: m, address: 198.18.0.1, os: ubuntu-22.04, roles: [master]}\n"
          "  - name: w\n    address: " +
@@ -37,14 +37,14 @@ class OfedVerify : public ::testing::Test {
 };
 
 TEST_F(OfedVerify, PassesWhenEveryPortIsActiveAtItsRate) {
-  StepHarness h(Inventory(kTwoPorts));
+  StepHarness h(FabricInventory(kTwoPorts));
   Node(h, "ib/ibstat-2port-active.txt", "24.01-0.3.3.1");
   const auto run = h.Verify("ib.ofed", "w");
   EXPECT_EQ(run.status, 0) << run.out;
 }
 
 TEST_F(OfedVerify, NamesTheDownPort) {
-  StepHarness h(Inventory(kTwoPorts));
+  StepHarness h(FabricInventory(kTwoPorts));
   Node(h, "ib/ibstat-mlx5_1-down.txt", "24.01-0.3.3.1");
   const auto run = h.Verify("ib.ofed", "w");
   EXPECT_EQ(run.status, 1);
@@ -52,7 +52,7 @@ TEST_F(OfedVerify, NamesTheDownPort) {
 }
 
 TEST_F(OfedVerify, NamesAPortAtTheWrongRate) {
-  StepHarness h(Inventory(kTwoPorts));
+  StepHarness h(FabricInventory(kTwoPorts));
   Node(h, "ib/ibstat-mlx5_1-rate-100.txt", "24.01-0.3.3.1");
   const auto run = h.Verify("ib.ofed", "w");
   EXPECT_EQ(run.status, 1);
@@ -60,12 +60,12 @@ TEST_F(OfedVerify, NamesAPortAtTheWrongRate) {
 }
 
 TEST_F(OfedVerify, ReadsEachPortOfADualPortAdapter) {
-  StepHarness h(
-      Inventory("{device: mlx5_0, port: 1, rate: 200}, {device: mlx5_0, port: 2, rate: 200}"));
+  StepHarness h(FabricInventory(
+      "{device: mlx5_0, port: 1, rate: 200}, {device: mlx5_0, port: 2, rate: 200}"));
   Node(h, "ib/ibstat-dual-port-and-roce.txt", "24.01-0.3.3.1");
   EXPECT_EQ(h.Verify("ib.ofed", "w").status, 0);
 
-  StepHarness missing(Inventory(kTwoPorts));
+  StepHarness missing(FabricInventory(kTwoPorts));
   Node(missing, "ib/ibstat-dual-port-and-roce.txt", "24.01-0.3.3.1");
   const auto run = missing.Verify("ib.ofed", "w");
   EXPECT_EQ(run.status, 1);
@@ -73,7 +73,7 @@ TEST_F(OfedVerify, ReadsEachPortOfADualPortAdapter) {
 }
 
 TEST_F(OfedVerify, NamesTheReleaseOpenibdAndAFailingIbstat) {
-  StepHarness h(Inventory(kTwoPorts));
+  StepHarness h(FabricInventory(kTwoPorts));
   Node(h, "ib/ibstat-2port-active.txt", "23.10-2.1.3.1");
   auto run = h.Verify("ib.ofed", "w");
   EXPECT_EQ(run.status, 1);
@@ -97,7 +97,7 @@ TEST_F(OfedVerify, NamesTheReleaseOpenibdAndAFailingIbstat) {
 }
 
 TEST(NcclEnv, SocketInterfaceIsTheOneHoldingTheNodeAddress) {
-  StepHarness h(Inventory(kTwoPorts, "10.20.1.11"));
+  StepHarness h(FabricInventory(kTwoPorts, "10.20.1.11"));
   h.Stub("ip", "case \"$*\" in *'addr show to 10.20.1.11'*) cat '" +
                    StepHarness::Fixture("ip/addr-show-to.txt") + "' ;; esac");
   const auto run = h.Probe("ib.nccl-env", "w");
@@ -109,7 +109,7 @@ TEST(NcclEnv, SocketInterfaceIsTheOneHoldingTheNodeAddress) {
 
 TEST(NcclEnv, SocketInterfaceFallsBackToTheRoute) {
   // Reached through NAT: no interface holds the address; the route names one.
-  StepHarness h(Inventory("{device: mlx5_2, port: 1, rate: 400}", "10.20.1.11"));
+  StepHarness h(FabricInventory("{device: mlx5_2, port: 1, rate: 400}", "10.20.1.11"));
   h.Stub("ip", "case \"$*\" in *'route get 10.20.1.11'*) cat '" +
                    StepHarness::Fixture("ip/route-get.txt") + "' ;; esac");
   const auto run = h.Probe("ib.nccl-env", "w");
@@ -137,7 +137,7 @@ std::string OfedPackages(const std::string& version, const std::string& lines) {
 }
 
 TEST(OfedHold, NamesOfedsUnheldPackagesAndHoldsThem) {
-  StepHarness h(Inventory(kTwoPorts));
+  StepHarness h(FabricInventory(kTwoPorts));
   h.SetEnv("CALLS", (h.dir() / "calls").string());
   h.Stub("dpkg-query", OfedPackages("24.01-0.3.3.1",
                                     "'ii  mlnx-ofed-all' "
@@ -157,7 +157,7 @@ TEST(OfedHold, NamesOfedsUnheldPackagesAndHoldsThem) {
 }
 
 TEST(OfedHold, WaitsWhileOfedIsNotAtTheInventorysRelease) {
-  StepHarness h(Inventory(kTwoPorts));
+  StepHarness h(FabricInventory(kTwoPorts));
   // The default release is 24.01; 23.10 is about to be replaced by ib.ofed.
   h.Stub("dpkg-query", OfedPackages("23.10-2.1.3.1", "'ii  mlnx-ofed-all'"));
   const auto run = h.Probe("ib.ofed-hold", "w");

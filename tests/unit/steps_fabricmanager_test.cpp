@@ -16,7 +16,7 @@ namespace {
 using testing::Slurp;
 using testing::StepHarness;
 
-constexpr const char* kInventory = R"(cluster: t
+constexpr const char* kFabricmanagerInventory = R"(cluster: t
 versions: {driver_branch: "580"}
 nodes:
   - {name: m, address: 198.18.0.1, os: ubuntu-22.04, roles: [master]}
@@ -36,7 +36,7 @@ constexpr const char* kNotRunning = "NVSwitch fabric not initialised (Fabric Man
 
 class FabricManagerStepTest : public ::testing::Test {
  protected:
-  FabricManagerStepTest() : h_(kInventory) {
+  FabricManagerStepTest() : h_(kFabricmanagerInventory) {
     h_.UseStub("nvidia-smi");
     h_.SetEnv("STUB_CSV", StepHarness::Fixture("nvidia-smi/h100-80gb-hbm3/query_csv.txt"));
     h_.SetEnv("STUB_GPUS", "8");
@@ -81,7 +81,7 @@ TEST_F(FabricManagerStepTest, ProbeWaitsForTheDriver) {
 TEST_F(FabricManagerStepTest, ProbeWaitsForADriverAboutToChangeBranch) {
   // The inventory wants 570 while 580 is loaded: gpu.driver moves it first,
   // and this step is probed again after (not left "ok" at the old version).
-  StepHarness h(std::regex_replace(kInventory, std::regex("\"580\""), "\"570\""));
+  StepHarness h(std::regex_replace(kFabricmanagerInventory, std::regex("\"580\""), "\"570\""));
   h.UseStub("nvidia-smi");
   h.SetEnv("STUB_CSV", StepHarness::Fixture("nvidia-smi/h100-80gb-hbm3/query_csv.txt"));
   const auto run = h.Probe(kStep, "u");
@@ -237,7 +237,7 @@ TEST_F(FabricManagerStepTest, DriverHoldOnDnfHoldsFabricManagerAndWaitsForABranc
   EXPECT_NE(run.out.find(" nvidia-fabric-manager"), std::string::npos) << run.out;
   // Branch 570 wanted while 580's packages are installed: gpu.driver moves
   // them first, so what to hold is known only after it.
-  StepHarness h(std::regex_replace(kInventory, std::regex("\"580\""), "\"570\""));
+  StepHarness h(std::regex_replace(kFabricmanagerInventory, std::regex("\"580\""), "\"570\""));
   h.Stub("rpm", "exit 1");
   run = h.Probe("gpu.driver-hold", "r");
   EXPECT_EQ(run.status, 3) << run.out;

@@ -10,7 +10,7 @@ namespace {
 
 using testing::StepHarness;
 
-std::string Inventory(const std::string& os, const std::string& versions) {
+std::string GpuStackInventory(const std::string& os, const std::string& versions) {
   return "cluster: t\nversions: {" + versions +
          "}\nnodes:\n"
          "  - {name: m, address: 198.18.0.1, os: ubuntu-22.04, roles: [master]}\n"
@@ -41,7 +41,7 @@ std::string RpmVersions(const std::string& versions) {
 }
 
 TEST(GpuStackSteps, DriverHoldNamesEveryUnheldPackageOfTheBranch) {
-  StepHarness h(Inventory("ubuntu-22.04", "driver_branch: \"550\""));
+  StepHarness h(GpuStackInventory("ubuntu-22.04", "driver_branch: \"550\""));
   h.StubFixture("dpkg-query", "apt/dpkg-query-nvidia-550.txt");
   h.StubFixture("apt-mark", "apt/apt-mark-showhold-partial.txt");
   const auto run = h.Probe("gpu.driver-hold", "w");
@@ -56,7 +56,7 @@ TEST(GpuStackSteps, DriverHoldNamesEveryUnheldPackageOfTheBranch) {
 }
 
 TEST(GpuStackSteps, DriverHoldIsDoneWhenHeldPackagesShowAsHi) {
-  StepHarness h(Inventory("ubuntu-22.04", "driver_branch: \"550\""));
+  StepHarness h(GpuStackInventory("ubuntu-22.04", "driver_branch: \"550\""));
   h.StubOutput("dpkg-query",
                "hi  nvidia-dkms-550\nhi  nvidia-driver-550\nhi  nvidia-utils-550\n"
                "ii  nvidia-container-toolkit\nun  nvidia-utils\n");
@@ -66,7 +66,7 @@ TEST(GpuStackSteps, DriverHoldIsDoneWhenHeldPackagesShowAsHi) {
 }
 
 TEST(GpuStackSteps, DriverHoldWaitsForTheDriver) {
-  StepHarness h(Inventory("ubuntu-22.04", "driver_branch: \"570\""));
+  StepHarness h(GpuStackInventory("ubuntu-22.04", "driver_branch: \"570\""));
   h.StubFixture("dpkg-query", "apt/dpkg-query-nvidia-550.txt", 1);
   h.StubOutput("apt-mark", "");
   const auto run = h.Probe("gpu.driver-hold", "w");
@@ -75,7 +75,7 @@ TEST(GpuStackSteps, DriverHoldWaitsForTheDriver) {
 }
 
 TEST(GpuStackSteps, CudnnProbeWantsRuntimeAndHeadersAtTheVersion) {
-  StepHarness h(Inventory("ubuntu-22.04", "cuda: \"12.4\", cudnn: \"9.1\""));
+  StepHarness h(GpuStackInventory("ubuntu-22.04", "cuda: \"12.4\", cudnn: \"9.1\""));
   h.Stub("dpkg-query",
          DpkgVersions("libcudnn9-cuda-12=9.1.1.17-1\nlibcudnn9-dev-cuda-12=9.1.1.17-1"));
   EXPECT_EQ(h.Probe("cuda.cudnn", "w").status, 0);
@@ -94,7 +94,8 @@ TEST(GpuStackSteps, CudnnProbeWantsRuntimeAndHeadersAtTheVersion) {
 }
 
 TEST(GpuStackSteps, CudnnProbeUsesRhelNamesAndTheCudaMajor) {
-  StepHarness h(Inventory("rocky-9", "driver_branch: \"580\", cuda: \"13.0\", cudnn: \"9.13\""));
+  StepHarness h(
+      GpuStackInventory("rocky-9", "driver_branch: \"580\", cuda: \"13.0\", cudnn: \"9.13\""));
   h.Stub("rpm", RpmVersions("libcudnn9-cuda-13=9.13.0.50-1\nlibcudnn9-devel-cuda-13=9.13.0.50-1"));
   EXPECT_EQ(h.Probe("cuda.cudnn", "w").status, 0);
 
@@ -105,7 +106,7 @@ TEST(GpuStackSteps, CudnnProbeUsesRhelNamesAndTheCudaMajor) {
 }
 
 TEST(GpuStackSteps, NcclProbeReadsNvidiasVersionFormat) {
-  StepHarness h(Inventory("ubuntu-22.04", "nccl: \"2.21\""));
+  StepHarness h(GpuStackInventory("ubuntu-22.04", "nccl: \"2.21\""));
   h.Stub("dpkg-query", DpkgVersions("libnccl2=2.21.5-1+cuda12.4\nlibnccl-dev=2.21.5-1+cuda12.4"));
   EXPECT_EQ(h.Probe("cuda.nccl", "w").status, 0);
 
@@ -116,7 +117,7 @@ TEST(GpuStackSteps, NcclProbeReadsNvidiasVersionFormat) {
 }
 
 TEST(GpuStackSteps, NcclProbeOnRhelNamesTheMissingDevelPackage) {
-  StepHarness h(Inventory("rocky-9", "nccl: \"2.21.5\""));
+  StepHarness h(GpuStackInventory("rocky-9", "nccl: \"2.21.5\""));
   h.Stub("rpm", RpmVersions("libnccl=2.21.5-1+cuda12.4"));
   const auto run = h.Probe("cuda.nccl", "w");
   EXPECT_EQ(run.status, 1);

@@ -11,7 +11,7 @@ namespace {
 
 using testing::StepHarness;
 
-std::string Inventory(const std::string& branch, int gpus, const std::string& model) {
+std::string GpuInventory(const std::string& branch, int gpus, const std::string& model) {
   return "cluster: t\nversions: {driver_branch: \"" + branch +
          "\", cuda: \"12.4\"}\nnodes:\n"
          "  - {name: m, address: 198.18.0.1, os: ubuntu-22.04, roles: [master]}\n"
@@ -33,14 +33,14 @@ class GpuStepsTest : public ::testing::Test {
 
 TEST_F(GpuStepsTest, DriverVerifyPassesWhenCountModelAndBranchMatch) {
   // Real CUDA 13.0 driver 580.159.04; branch 580 wants at least CUDA 12.x.
-  StepHarness h(Inventory("580", 8, kH100));
+  StepHarness h(GpuInventory("580", 8, kH100));
   Use(h, 8);
   const auto run = h.Verify("gpu.driver", "w");
   EXPECT_EQ(run.status, 0) << run.out;
 }
 
 TEST_F(GpuStepsTest, DriverVerifyNamesMissingGpus) {
-  StepHarness h(Inventory("580", 8, kH100));
+  StepHarness h(GpuInventory("580", 8, kH100));
   Use(h, 7);
   const auto run = h.Verify("gpu.driver", "w");
   EXPECT_EQ(run.status, 1);
@@ -48,7 +48,7 @@ TEST_F(GpuStepsTest, DriverVerifyNamesMissingGpus) {
 }
 
 TEST_F(GpuStepsTest, DriverVerifyNamesWrongModel) {
-  StepHarness h(Inventory("580", 2, "NVIDIA A100-SXM4-80GB"));
+  StepHarness h(GpuInventory("580", 2, "NVIDIA A100-SXM4-80GB"));
   Use(h, 2);
   const auto run = h.Verify("gpu.driver", "w");
   EXPECT_EQ(run.status, 1);
@@ -57,7 +57,7 @@ TEST_F(GpuStepsTest, DriverVerifyNamesWrongModel) {
 }
 
 TEST_F(GpuStepsTest, DriverVerifyNamesWrongBranch) {
-  StepHarness h(Inventory("550", 1, kH100));
+  StepHarness h(GpuInventory("550", 1, kH100));
   Use(h, 1);
   const auto run = h.Verify("gpu.driver", "w");
   EXPECT_EQ(run.status, 1);
@@ -65,7 +65,7 @@ TEST_F(GpuStepsTest, DriverVerifyNamesWrongBranch) {
 }
 
 TEST_F(GpuStepsTest, DriverVerifyReportsAnUnloadedDriver) {
-  StepHarness h(Inventory("580", 1, kH100));
+  StepHarness h(GpuInventory("580", 1, kH100));
   h.Stub("nvidia-smi",
          "echo \"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA "
          "driver.\"\nexit 9");
@@ -75,7 +75,7 @@ TEST_F(GpuStepsTest, DriverVerifyReportsAnUnloadedDriver) {
 }
 
 TEST_F(GpuStepsTest, PersistenceProbeReadsTheRealModeColumn) {
-  StepHarness h(Inventory("580", 1, kH100));
+  StepHarness h(GpuInventory("580", 1, kH100));
   Use(h, 1);  // the capture says Enabled
   h.StubOutput("systemctl", "", 0);
   EXPECT_EQ(h.Probe("gpu.persistence", "w").status, 0);
@@ -87,7 +87,7 @@ TEST_F(GpuStepsTest, PersistenceProbeReadsTheRealModeColumn) {
 }
 
 TEST_F(GpuStepsTest, PersistenceProbeIsUnknownWithoutADriver) {
-  StepHarness h(Inventory("580", 1, kH100));
+  StepHarness h(GpuInventory("580", 1, kH100));
   h.Stub("nvidia-smi", "exit 9");
   EXPECT_EQ(h.Probe("gpu.persistence", "w").status, 3);
 }

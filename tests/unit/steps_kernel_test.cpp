@@ -17,8 +17,8 @@ using testing::StepHarness;
 constexpr const char* kRockyRunning = "5.14.0-427.13.1.el9_4.x86_64";
 constexpr const char* kRockyNext = "5.14.0-503.22.1.el9_5.x86_64";
 
-std::string Inventory(const std::string& os, const std::string& hardware,
-                      const std::string& policy = "") {
+std::string KernelInventory(const std::string& os, const std::string& hardware,
+                            const std::string& policy = "") {
   return "cluster: t\nversions: {driver_branch: \"550\"}\n" + policy +
          "nodes:\n"
          "  - {name: m, address: 198.18.0.1, os: ubuntu-22.04, roles: [master]}\n"
@@ -34,7 +34,7 @@ void RockyNode(StepHarness& h, const std::string& next) {
 }
 
 TEST(KernelSteps, ModulesAreFineWhileTheRunningKernelBootsNext) {
-  StepHarness h(Inventory("rocky-9", kGpus));
+  StepHarness h(KernelInventory("rocky-9", kGpus));
   RockyNode(h, kRockyRunning);
   // Not even asked: nothing else boots.
   h.StubOutput("dkms", "dkms must not run\n", 9);
@@ -43,7 +43,7 @@ TEST(KernelSteps, ModulesAreFineWhileTheRunningKernelBootsNext) {
 }
 
 TEST(KernelSteps, ANextKernelWithoutTheDriversDkmsModuleIsFlagged) {
-  StepHarness h(Inventory("rocky-9", kGpus));
+  StepHarness h(KernelInventory("rocky-9", kGpus));
   RockyNode(h, kRockyNext);
   h.StubFixture("dkms", "dkms/status-3-running-only.txt");
   const auto run = h.Probe("kernel.modules", "w");
@@ -54,7 +54,7 @@ TEST(KernelSteps, ANextKernelWithoutTheDriversDkmsModuleIsFlagged) {
 }
 
 TEST(KernelSteps, ANextKernelWithTheModulesBuiltPasses) {
-  StepHarness h(Inventory("rocky-9", kGpus));
+  StepHarness h(KernelInventory("rocky-9", kGpus));
   RockyNode(h, kRockyNext);
   // dkms 3 appends a warning to a module it installed over another.
   h.StubFixture("dkms", "dkms/status-3-both-kernels.txt");
@@ -64,7 +64,7 @@ TEST(KernelSteps, ANextKernelWithTheModulesBuiltPasses) {
 }
 
 TEST(KernelSteps, WithoutDkmsAGpuNodeStillNeedsAnNvidiaModuleForTheNextKernel) {
-  StepHarness h(Inventory("rocky-9", kGpus));
+  StepHarness h(KernelInventory("rocky-9", kGpus));
   RockyNode(h, kRockyNext);
   // A precompiled driver: no dkms on the node, and nothing for that kernel.
   h.StubOutput("find", "");
@@ -85,7 +85,7 @@ TEST(KernelSteps, ReadsOldDkmsLinesAndTheNewestBootKernelOnUbuntu) {
   if (const std::string why = StepHarness::CanFakeFiles(); !why.empty()) GTEST_SKIP() << why;
   // An IB worker: OFED's DKMS module counts as much as the driver's.
   StepHarness h(
-      Inventory("ubuntu-22.04", "{gpus: {model: H100, count: 8}, ib: [{device: mlx5_0}]}"));
+      KernelInventory("ubuntu-22.04", "{gpus: {model: H100, count: 8}, ib: [{device: mlx5_0}]}"));
   h.StubOutput("uname", "5.15.0-105-generic\n");
   h.File("/boot/vmlinuz-5.15.0-105-generic", "");
   h.File("/boot/vmlinuz-5.15.0-131-generic", "");
@@ -102,7 +102,7 @@ TEST(KernelSteps, ReadsOldDkmsLinesAndTheNewestBootKernelOnUbuntu) {
 
 TEST(KernelSteps, OneKernelInBootIsTheOneThatBootsNext) {
   if (const std::string why = StepHarness::CanFakeFiles(); !why.empty()) GTEST_SKIP() << why;
-  StepHarness h(Inventory("ubuntu-22.04", kGpus));
+  StepHarness h(KernelInventory("ubuntu-22.04", kGpus));
   h.StubOutput("uname", "5.15.0-105-generic\n");
   // The running kernel's image is gone from /boot (removed, or never there
   // on a netbooted node): the one left boots next, older or not.
@@ -116,7 +116,7 @@ TEST(KernelSteps, OneKernelInBootIsTheOneThatBootsNext) {
 }
 
 TEST(KernelSteps, TheChangeInstallsTheNextKernelsHeadersThenBuildsForIt) {
-  StepHarness h(Inventory("rocky-9", kGpus));
+  StepHarness h(KernelInventory("rocky-9", kGpus));
   RockyNode(h, kRockyNext);
   h.SetEnv("CALLS", (h.dir() / "calls").string());
   h.Stub("dnf", "echo \"dnf $*\" >>\"$CALLS\"");
@@ -130,7 +130,7 @@ TEST(KernelSteps, TheChangeInstallsTheNextKernelsHeadersThenBuildsForIt) {
 }
 
 TEST(KernelSteps, AFailedBuildFailsTheChangeWithDkmsOwnWords) {
-  StepHarness h(Inventory("rocky-9", kGpus));
+  StepHarness h(KernelInventory("rocky-9", kGpus));
   RockyNode(h, kRockyNext);
   h.Stub("dnf", "exit 0");
   h.Stub("rpm", "exit 1");
@@ -143,7 +143,7 @@ TEST(KernelSteps, AFailedBuildFailsTheChangeWithDkmsOwnWords) {
 }
 
 TEST(KernelSteps, HoldNamesTheUnheldKernelPackagesAndUnattendedUpgrades) {
-  StepHarness h(Inventory("ubuntu-22.04", kGpus));
+  StepHarness h(KernelInventory("ubuntu-22.04", kGpus));
   h.Stub("dpkg-query",
          "case \"$*\" in\n"
          "  *linux-image-*) printf '%s\\n' 'hi  linux-image-5.15.0-105-generic' "
@@ -166,7 +166,7 @@ TEST(KernelSteps, HoldNamesTheUnheldKernelPackagesAndUnattendedUpgrades) {
 }
 
 TEST(KernelSteps, HoldIsDoneWithEverythingHeldOrNothingToHold) {
-  StepHarness h(Inventory("ubuntu-22.04", kGpus));
+  StepHarness h(KernelInventory("ubuntu-22.04", kGpus));
   h.StubOutput("dpkg-query", "hi  linux-image-generic\nhi  linux-image-5.15.0-105-generic\n");
   EXPECT_EQ(h.Probe("kernel.hold", "w").status, 0);
   // A node with no kernel package (a container, a kernel built by hand).
@@ -175,7 +175,7 @@ TEST(KernelSteps, HoldIsDoneWithEverythingHeldOrNothingToHold) {
 }
 
 TEST(KernelSteps, HoldOnDnfLocksTheKernelsNames) {
-  StepHarness h(Inventory("rocky-9", kGpus));
+  StepHarness h(KernelInventory("rocky-9", kGpus));
   // rpm -qa: a line per installed package, two kernels installed.
   h.StubOutput("rpm", "kernel\nkernel-core\nkernel-core\nkernel-modules\n");
   h.StubOutput("systemctl", "", 1);
@@ -191,15 +191,15 @@ TEST(KernelSteps, NeitherStepAppliesWithoutGpusOrIbAndTheHoldCanBeTurnedOff) {
     StepHarness h(inventory);
     return h.catalog().Find(step)->AppliesTo(h.inventory().nodes[1], h.inventory());
   };
-  const std::string plain = Inventory("ubuntu-22.04", "{}");
+  const std::string plain = KernelInventory("ubuntu-22.04", "{}");
   EXPECT_FALSE(applies(plain, "kernel.modules"));
   EXPECT_FALSE(applies(plain, "kernel.hold"));
 
-  const std::string ib = Inventory("ubuntu-22.04", "{ib: [{device: mlx5_0}]}");
+  const std::string ib = KernelInventory("ubuntu-22.04", "{ib: [{device: mlx5_0}]}");
   EXPECT_TRUE(applies(ib, "kernel.modules"));
   EXPECT_TRUE(applies(ib, "kernel.hold"));
 
-  const std::string off = Inventory("ubuntu-22.04", kGpus, "policy: {hold_kernel: false}\n");
+  const std::string off = KernelInventory("ubuntu-22.04", kGpus, "policy: {hold_kernel: false}\n");
   EXPECT_TRUE(applies(off, "kernel.modules"));
   EXPECT_FALSE(applies(off, "kernel.hold"));
 }

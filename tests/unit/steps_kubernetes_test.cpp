@@ -16,7 +16,8 @@ using testing::StepHarness;
 
 // master1, worker1 and worker2 as in the fixtures; worker2's GPU count and the
 // pod CIDR vary per test.
-std::string Inventory(int worker2_gpus = 8, const std::string& pod_cidr = "10.244.0.0/16") {
+std::string KubernetesInventory(int worker2_gpus = 8,
+                                const std::string& pod_cidr = "10.244.0.0/16") {
   return "cluster: t\nnetwork: {pod_cidr: \"" + pod_cidr +
          "\"}\nnodes:\n"
          "  - {name: master1, address: 198.18.0.10, os: ubuntu-22.04, roles: [master]}\n"
@@ -29,7 +30,7 @@ std::string Inventory(int worker2_gpus = 8, const std::string& pod_cidr = "10.24
          std::to_string(worker2_gpus) + "}}\n";
 }
 
-bool Has(const std::string& text, const std::string& part) {
+bool KubernetesHas(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
@@ -37,7 +38,7 @@ bool Has(const std::string& text, const std::string& part) {
 
 class PackagesTest : public ::testing::Test {
  protected:
-  PackagesTest() : h_(Inventory()) {
+  PackagesTest() : h_(KubernetesInventory()) {
     // dpkg-query answers per package from files: the version (pkg_version)
     // and the selection/status words (the hold check).
     h_.Stub("dpkg-query",
@@ -75,21 +76,21 @@ TEST_F(PackagesTest, TheCloudSdkKubectlIsInstalledButNotTheWantedVersion) {
                              std::filesystem::copy_options::overwrite_existing);
   const auto run = h_.Probe("k8s.packages", "worker1");
   EXPECT_EQ(run.status, 1);
-  EXPECT_TRUE(Has(run.out, "kubectl 1:528.0.0-0 is installed (want 1.30)")) << run.out;
+  EXPECT_TRUE(KubernetesHas(run.out, "kubectl 1:528.0.0-0 is installed (want 1.30)")) << run.out;
 }
 
 TEST_F(PackagesTest, NamesPackagesThatAreNotHeld) {
   Package("kubelet", "1.30.6-1.1", "install ok installed");
   const auto run = h_.Probe("k8s.packages", "worker1");
   EXPECT_EQ(run.status, 1);
-  EXPECT_TRUE(Has(run.out, "not held against upgrades: kubelet")) << run.out;
+  EXPECT_TRUE(KubernetesHas(run.out, "not held against upgrades: kubelet")) << run.out;
 }
 
 TEST_F(PackagesTest, AMissingPackageIsNamed) {
   Package("kubeadm", "", "");
   const auto run = h_.Probe("k8s.packages", "worker1");
   EXPECT_EQ(run.status, 1);
-  EXPECT_TRUE(Has(run.out, "kubeadm is not installed (want 1.30)")) << run.out;
+  EXPECT_TRUE(KubernetesHas(run.out, "kubeadm is not installed (want 1.30)")) << run.out;
 }
 
 TEST_F(PackagesTest, TheKubectlOnPathMustReportTheVersion) {
@@ -97,8 +98,8 @@ TEST_F(PackagesTest, TheKubectlOnPathMustReportTheVersion) {
   h_.StubFixture("kubectl", "kubectl/version-client-gcloud-sdk.txt");
   const auto run = h_.Probe("k8s.packages", "worker1");
   EXPECT_EQ(run.status, 1);
-  EXPECT_TRUE(
-      Has(run.out, "'kubectl version --client' reports 'Client Version: v1.32.4-dispatcher'"))
+  EXPECT_TRUE(KubernetesHas(
+      run.out, "'kubectl version --client' reports 'Client Version: v1.32.4-dispatcher'"))
       << run.out;
 }
 
@@ -106,7 +107,7 @@ TEST_F(PackagesTest, KubeletMustBeEnabled) {
   h_.StubOutput("systemctl", "", 1);
   const auto run = h_.Probe("k8s.packages", "worker1");
   EXPECT_EQ(run.status, 1);
-  EXPECT_TRUE(Has(run.out, "kubelet.service is not enabled")) << run.out;
+  EXPECT_TRUE(KubernetesHas(run.out, "kubelet.service is not enabled")) << run.out;
 }
 
 // ---------------------------------------------------------------- k8s.cni
@@ -122,18 +123,19 @@ void StubFlannel(StepHarness& h, const std::string& net_conf_fixture, bool daemo
 }
 
 TEST(CniStep, ProbeReadsTheNetworkFromFlannelsNetConf) {
-  StepHarness h(Inventory());
+  StepHarness h(KubernetesInventory());
   StubFlannel(h, "kubectl/flannel-net-conf.txt");
   const auto run = h.Probe("k8s.cni", "master1");
   EXPECT_EQ(run.status, 0) << run.out;
 }
 
 TEST(CniStep, ProbeNamesAnotherPodCidr) {
-  StepHarness h(Inventory(8, "10.32.0.0/16"));
+  StepHarness h(KubernetesInventory(8, "10.32.0.0/16"));
   StubFlannel(h, "kubectl/flannel-net-conf.txt");
   auto run = h.Probe("k8s.cni", "master1");
   EXPECT_EQ(run.status, 1);
-  EXPECT_TRUE(Has(run.out, "net-conf.json has Network '10.244.0.0/16' (want 10.32.0.0/16)"))
+  EXPECT_TRUE(
+      KubernetesHas(run.out, "net-conf.json has Network '10.244.0.0/16' (want 10.32.0.0/16)"))
       << run.out;
   StubFlannel(h, "kubectl/flannel-net-conf-10.32.txt");
   run = h.Probe("k8s.cni", "master1");
@@ -141,12 +143,13 @@ TEST(CniStep, ProbeNamesAnotherPodCidr) {
 }
 
 TEST(CniStep, ProbeSaysFlannelIsNotApplied) {
-  StepHarness h(Inventory());
+  StepHarness h(KubernetesInventory());
   StubFlannel(h, "kubectl/flannel-net-conf.txt", /*daemonset=*/false);
   const auto run = h.Probe("k8s.cni", "master1");
   if (std::filesystem::exists("/etc/kubernetes/admin.conf")) {
     EXPECT_EQ(run.status, 1);
-    EXPECT_TRUE(Has(run.out, "flannel is not applied: Error from server (NotFound)")) << run.out;
+    EXPECT_TRUE(KubernetesHas(run.out, "flannel is not applied: Error from server (NotFound)"))
+        << run.out;
   } else {
     // No cluster on this host: known after k8s.init has run.
     EXPECT_EQ(run.status, 3) << run.out;
@@ -156,26 +159,27 @@ TEST(CniStep, ProbeSaysFlannelIsNotApplied) {
 // ---------------------------------------------------------------- k8s.nodes-ready
 
 TEST(NodesReadyStep, AllInventoryNodesReady) {
-  StepHarness h(Inventory());
+  StepHarness h(KubernetesInventory());
   h.StubFixture("kubectl", "kubectl/ready-all-ready.txt");
   const auto run = h.Probe("k8s.nodes-ready", "master1");
   EXPECT_EQ(run.status, 0) << run.out;
 }
 
 TEST(NodesReadyStep, NamesANodeWhoseKubeletStoppedPosting) {
-  StepHarness h(Inventory());
+  StepHarness h(KubernetesInventory());
   h.StubFixture("kubectl", "kubectl/ready-worker2-unknown.txt");
   const auto run = h.Probe("k8s.nodes-ready", "master1");
   EXPECT_EQ(run.status, 1);
-  EXPECT_TRUE(Has(run.out, "1 of 3 nodes not Ready: worker2 (Ready=Unknown)")) << run.out;
+  EXPECT_TRUE(KubernetesHas(run.out, "1 of 3 nodes not Ready: worker2 (Ready=Unknown)")) << run.out;
 }
 
 TEST(NodesReadyStep, NamesANodeThatNeverRegistered) {
-  StepHarness h(Inventory());
+  StepHarness h(KubernetesInventory());
   h.StubFixture("kubectl", "kubectl/ready-worker2-missing.txt");
   const auto run = h.Probe("k8s.nodes-ready", "master1");
   EXPECT_EQ(run.status, 1);
-  EXPECT_TRUE(Has(run.out, "1 of 3 nodes not Ready: worker2 (not registered)")) << run.out;
+  EXPECT_TRUE(KubernetesHas(run.out, "1 of 3 nodes not Ready: worker2 (not registered)"))
+      << run.out;
 }
 
 // ---------------------------------------------------------------- k8s.gpu-operator
@@ -192,28 +196,28 @@ class GpuOperatorTest : public ::testing::Test {
 };
 
 TEST_F(GpuOperatorTest, ProbeAcceptsTheDeployedReleaseWithHostDriverAndToolkit) {
-  StepHarness h(Inventory());
+  StepHarness h(KubernetesInventory());
   StubHelm(h, "helm/list-gpu-operator-deployed.json", "helm/values-host-driver-and-toolkit.json");
   const auto run = h.Probe("k8s.gpu-operator", "master1");
   EXPECT_EQ(run.status, 0) << run.out;
 }
 
 TEST_F(GpuOperatorTest, ProbeNamesWhatDiffers) {
-  StepHarness h(Inventory());
+  StepHarness h(KubernetesInventory());
   StubHelm(h, "helm/list-empty.json", "helm/values-host-driver-and-toolkit.json");
   auto run = h.Probe("k8s.gpu-operator", "master1");
   EXPECT_EQ(run.status, 1);
-  EXPECT_TRUE(Has(run.out, "release gpu-operator is not installed")) << run.out;
+  EXPECT_TRUE(KubernetesHas(run.out, "release gpu-operator is not installed")) << run.out;
 
   StubHelm(h, "helm/list-gpu-operator-failed.json", "helm/values-host-driver-and-toolkit.json");
   run = h.Probe("k8s.gpu-operator", "master1");
   EXPECT_EQ(run.status, 1);
-  EXPECT_TRUE(Has(run.out, "release gpu-operator is not deployed: failed")) << run.out;
+  EXPECT_TRUE(KubernetesHas(run.out, "release gpu-operator is not deployed: failed")) << run.out;
 
   StubHelm(h, "helm/list-gpu-operator-deployed.json", "helm/values-host-driver-only.json");
   run = h.Probe("k8s.gpu-operator", "master1");
   EXPECT_EQ(run.status, 1);
-  EXPECT_TRUE(Has(run.out, "does not set toolkit.enabled=false")) << run.out;
+  EXPECT_TRUE(KubernetesHas(run.out, "does not set toolkit.enabled=false")) << run.out;
 }
 
 TEST_F(GpuOperatorTest, ProbeNamesAnotherChartVersion) {
@@ -223,12 +227,12 @@ TEST_F(GpuOperatorTest, ProbeNamesAnotherChartVersion) {
   StubHelm(h, "helm/list-gpu-operator-deployed.json", "helm/values-host-driver-and-toolkit.json");
   const auto run = h.Probe("k8s.gpu-operator", "master1");
   EXPECT_EQ(run.status, 1);
-  EXPECT_TRUE(Has(run.out, "runs chart gpu-operator-v24.3.0 (want gpu-operator-v24.9.0)"))
+  EXPECT_TRUE(KubernetesHas(run.out, "runs chart gpu-operator-v24.3.0 (want gpu-operator-v24.9.0)"))
       << run.out;
 }
 
 TEST_F(GpuOperatorTest, VerifyPassesWhenEveryGpuNodeAdvertisesItsCount) {
-  StepHarness h(Inventory());
+  StepHarness h(KubernetesInventory());
   NoSleep(h);
   h.StubFixture("kubectl", "kubectl/gpu-all-ready.txt");
   const auto run = h.Verify("k8s.gpu-operator", "master1");
@@ -236,7 +240,7 @@ TEST_F(GpuOperatorTest, VerifyPassesWhenEveryGpuNodeAdvertisesItsCount) {
 }
 
 TEST_F(GpuOperatorTest, VerifyNamesTheFirstNodeThatDiffers) {
-  StepHarness h(Inventory());
+  StepHarness h(KubernetesInventory());
   NoSleep(h);
   h.StubFixture("kubectl", "kubectl/gpu-worker2-no-gpu.txt");
   auto run = h.Verify("k8s.gpu-operator", "master1");
@@ -252,7 +256,7 @@ TEST_F(GpuOperatorTest, VerifyNamesTheFirstNodeThatDiffers) {
 // A plan probes this verification before a new worker joins: waiting would
 // not bring the node, so it answers at once (a plan used to stall 90 s).
 TEST_F(GpuOperatorTest, VerifyDoesNotWaitForANodeThatIsNotInTheCluster) {
-  StepHarness h(Inventory());
+  StepHarness h(KubernetesInventory());
   const std::string slept = (h.dir() / "slept").string();
   h.Stub("sleep", "echo \"$1\" >>'" + slept + "'");
   h.StubFixture("kubectl", "kubectl/gpu-worker2-missing.txt");
@@ -269,7 +273,7 @@ TEST_F(GpuOperatorTest, VerifyDoesNotWaitForANodeThatIsNotInTheCluster) {
 }
 
 TEST_F(GpuOperatorTest, VerifyComparesWithTheInventorysCount) {
-  StepHarness h(Inventory(4));
+  StepHarness h(KubernetesInventory(4));
   NoSleep(h);
   h.StubFixture("kubectl", "kubectl/gpu-all-ready.txt");
   const auto run = h.Verify("k8s.gpu-operator", "master1");
@@ -280,7 +284,7 @@ TEST_F(GpuOperatorTest, VerifyComparesWithTheInventorysCount) {
 // ---------------------------------------------------------------- k8s.helm
 
 TEST(HelmStep, ProbeWantsHelm316AndNvidiasRepository) {
-  StepHarness h(Inventory());
+  StepHarness h(KubernetesInventory());
   h.Stub("helm", "case \"$1\" in\n  version) cat '" +
                      StepHarness::Fixture("helm/version-short.txt") + "' ;;\n  repo) cat '" +
                      StepHarness::Fixture("helm/repo-list.txt") + "' ;;\nesac");
@@ -292,24 +296,25 @@ TEST(HelmStep, ProbeWantsHelm316AndNvidiasRepository) {
                      "' ;;\n  repo) echo 'Error: no repositories to show' >&2; exit 1 ;;\nesac");
   run = h.Probe("k8s.helm", "master1");
   EXPECT_EQ(run.status, 1);
-  EXPECT_TRUE(Has(run.out, "helm repository 'nvidia' is 'missing'")) << run.out;
+  EXPECT_TRUE(KubernetesHas(run.out, "helm repository 'nvidia' is 'missing'")) << run.out;
 }
 
 TEST(HelmStep, ProbeWantsTheMirrorsChartRepositoryAndNoneForAnArchive) {
   // NVIDIA's repository is there (repo-list.txt), but the inventory names a mirror.
-  StepHarness h(Inventory() + "mirrors: {gpu_operator_chart: http://mirror.site/charts}\n");
+  StepHarness h(KubernetesInventory() +
+                "mirrors: {gpu_operator_chart: http://mirror.site/charts}\n");
   h.Stub("helm", "case \"$1\" in\n  version) cat '" +
                      StepHarness::Fixture("helm/version-short.txt") + "' ;;\n  repo) cat '" +
                      StepHarness::Fixture("helm/repo-list.txt") + "' ;;\nesac");
   auto run = h.Probe("k8s.helm", "master1");
   EXPECT_EQ(run.status, 1);
-  EXPECT_TRUE(Has(run.out,
-                  "helm repository 'nvidia' is 'https://helm.ngc.nvidia.com/nvidia' "
-                  "(want http://mirror.site/charts)"))
+  EXPECT_TRUE(KubernetesHas(run.out,
+                            "helm repository 'nvidia' is 'https://helm.ngc.nvidia.com/nvidia' "
+                            "(want http://mirror.site/charts)"))
       << run.out;
 
   // A chart archive needs helm only.
-  StepHarness archive(Inventory() +
+  StepHarness archive(KubernetesInventory() +
                       "mirrors: {gpu_operator_chart: /srv/charts/gpu-operator-v24.3.0.tgz}\n");
   archive.Stub("helm", "case \"$1\" in\n  version) cat '" +
                            StepHarness::Fixture("helm/version-short.txt") +

@@ -10,7 +10,7 @@ namespace {
 
 using testing::StepHarness;
 
-std::string Inventory(int gpus) {
+std::string MonitoringInventory(int gpus) {
   return "cluster: t\nnodes:\n"
          "  - {name: m, address: 198.18.0.1, os: ubuntu-22.04, roles: [master]}\n"
          "  - name: w\n    address: 198.18.0.2\n    os: ubuntu-22.04\n    roles: [worker]\n"
@@ -19,7 +19,7 @@ std::string Inventory(int gpus) {
 }
 
 TEST(DcgmExporter, VerifyCountsOneTemperaturePerGpu) {
-  StepHarness h(Inventory(8));
+  StepHarness h(MonitoringInventory(8));
   h.StubOutput("systemctl", "");
   h.StubFixture("curl", "dcgm/metrics-a100x8.txt");
   const auto run = h.Verify("monitor.dcgm-exporter", "w");
@@ -28,14 +28,14 @@ TEST(DcgmExporter, VerifyCountsOneTemperaturePerGpu) {
 
 TEST(DcgmExporter, VerifyNamesMissingGpusWhateverTheLabels) {
   // Kubernetes labels on some samples, and the eighth GPU gone.
-  StepHarness h(Inventory(8));
+  StepHarness h(MonitoringInventory(8));
   h.StubOutput("systemctl", "");
   h.StubFixture("curl", "dcgm/metrics-a100x7-k8s.txt");
   auto run = h.Verify("monitor.dcgm-exporter", "w");
   EXPECT_EQ(run.status, 1);
   EXPECT_EQ(run.out, "dcgm-exporter reports DCGM_FI_DEV_GPU_TEMP for 7 of 8 GPUs\n");
 
-  StepHarness seven(Inventory(7));
+  StepHarness seven(MonitoringInventory(7));
   seven.StubOutput("systemctl", "");
   seven.StubFixture("curl", "dcgm/metrics-a100x7-k8s.txt");
   run = seven.Verify("monitor.dcgm-exporter", "w");
@@ -43,7 +43,7 @@ TEST(DcgmExporter, VerifyNamesMissingGpusWhateverTheLabels) {
 }
 
 TEST(DcgmExporter, ProbeCountsHeldPackagesAsInstalledAndWantsTheUnitRunning) {
-  StepHarness h(Inventory(8));
+  StepHarness h(MonitoringInventory(8));
   h.StubOutput("dpkg-query", "hold ok installed");
   h.Stub("systemctl", "case \"$1\" in is-enabled) exit 0 ;; is-active) exit 3 ;; esac");
   auto run = h.Probe("monitor.dcgm-exporter", "w");
@@ -58,7 +58,7 @@ TEST(DcgmExporter, ProbeCountsHeldPackagesAsInstalledAndWantsTheUnitRunning) {
 }
 
 TEST(Prometheus, ProbeOnTheMasterWantsThePackageFirst) {
-  StepHarness h(Inventory(8));
+  StepHarness h(MonitoringInventory(8));
   h.StubOutput("dpkg-query", "", 1);
   const auto run = h.Probe("monitor.prometheus", "m");
   EXPECT_EQ(run.status, 1);

@@ -15,7 +15,7 @@ namespace {
 using testing::Slurp;
 using testing::StepHarness;
 
-constexpr const char* kInventory = R"(cluster: t
+constexpr const char* kOsInventory = R"(cluster: t
 versions: {driver_branch: "550", cuda: "12.4"}
 nodes:
   - {name: master1, address: 198.18.0.10, os: ubuntu-22.04, roles: [master]}
@@ -36,7 +36,7 @@ class OsStepsTest : public ::testing::Test {
   void SetUp() override {
     if (const std::string why = StepHarness::CanFakeFiles(); !why.empty()) GTEST_SKIP() << why;
   }
-  StepHarness h{kInventory};
+  StepHarness h{kOsInventory};
 };
 
 TEST_F(OsStepsTest, HostnameNeedsTheLiveNameAndTheFile) {
@@ -183,7 +183,7 @@ TEST_F(OsStepsTest, SshKeysFindsTheMastersKeyBesideTheAdminsAndOptions) {
 }
 
 TEST(ValidateToolsStep, WantsWhatTheNodeRuns) {
-  StepHarness h{kInventory};
+  StepHarness h{kOsInventory};
   // dpkg-query on the Ubuntu master: nothing installed; it needs only MPI.
   h.StubOutput("dpkg-query", "", 1);
   auto run = h.Probe("validate.tools", "master1");

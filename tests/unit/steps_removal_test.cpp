@@ -12,12 +12,12 @@ namespace {
 
 using testing::StepHarness;
 
-bool Has(const std::string& text, const std::string& part) {
+bool RemovalHas(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
 // A worker leaving each kind of cluster: worker2 has state: absent.
-std::string Inventory(const std::string& orchestrator) {
+std::string RemovalInventory(const std::string& orchestrator) {
   return "cluster: t\norchestrator: " + orchestrator +
          "\nnetwork: {subnet: 198.18.241.0/24}\n"
          "nfs: {server: s, exports: [{path: /data/shared}], mounts: [{export: /data/shared, "
@@ -40,39 +40,39 @@ void Units(StepHarness& h, bool active, bool enabled) {
 }
 
 TEST(RemovalSteps, SlurmLeaveWantsSlurmdStoppedAndDisabled) {
-  StepHarness running(Inventory("slurm"));
+  StepHarness running(RemovalInventory("slurm"));
   Units(running, true, true);
   auto run = running.Probe("slurm.leave", "worker2");
   EXPECT_EQ(run.status, 1);
   EXPECT_EQ(run.out, "slurmd is running\n");
 
-  StepHarness enabled(Inventory("slurm"));
+  StepHarness enabled(RemovalInventory("slurm"));
   Units(enabled, false, true);
   run = enabled.Probe("slurm.leave", "worker2");
   EXPECT_EQ(run.status, 1);
   EXPECT_EQ(run.out, "slurmd is enabled at boot\n");
 
-  StepHarness gone(Inventory("slurm"));
+  StepHarness gone(RemovalInventory("slurm"));
   Units(gone, false, false);
   run = gone.Probe("slurm.leave", "worker2");
   EXPECT_EQ(run.status, 0) << run.out;
 }
 
 TEST(RemovalSteps, NfsLeaveWantsTheMountGoneAndTheFstabBlockRemoved) {
-  StepHarness mounted(Inventory("slurm"));
+  StepHarness mounted(RemovalInventory("slurm"));
   mounted.StubFixture("findmnt", "findmnt/lab-nfs-bind.txt");
   auto run = mounted.Probe("nfs.leave", "worker2");
   EXPECT_EQ(run.status, 1);
   EXPECT_EQ(run.out, "/data/shared is still mounted\n");
 
-  StepHarness unmounted(Inventory("slurm"));
+  StepHarness unmounted(RemovalInventory("slurm"));
   unmounted.StubOutput("findmnt", "", 1);
   run = unmounted.Probe("nfs.leave", "worker2");
   EXPECT_EQ(run.status, 0) << run.out;
 
   if (const std::string why = StepHarness::CanFakeFiles(); !why.empty()) GTEST_SKIP() << why;
   // The admin's own line stays; gpuctl's block is what counts.
-  StepHarness listed(Inventory("slurm"));
+  StepHarness listed(RemovalInventory("slurm"));
   listed.StubOutput("findmnt", "", 1);
   listed.File("/etc/fstab",
               "UUID=1234 / ext4 defaults 0 1\n# BEGIN gpuctl\n198.18.241.13:/data/shared "
@@ -83,28 +83,28 @@ TEST(RemovalSteps, NfsLeaveWantsTheMountGoneAndTheFstabBlockRemoved) {
 }
 
 TEST(RemovalSteps, K8sLeaveWantsKubeletStoppedAndTheNodeReset) {
-  StepHarness running(Inventory("kubernetes"));
+  StepHarness running(RemovalInventory("kubernetes"));
   Units(running, true, true);
   auto run = running.Probe("k8s.leave", "worker2");
-  if (Has(run.out, "is still there")) GTEST_SKIP() << "this machine is joined to a cluster";
+  if (RemovalHas(run.out, "is still there")) GTEST_SKIP() << "this machine is joined to a cluster";
   EXPECT_EQ(run.status, 1);
   EXPECT_EQ(run.out, "kubelet is running\n");
 
-  StepHarness enabled(Inventory("kubernetes"));
+  StepHarness enabled(RemovalInventory("kubernetes"));
   Units(enabled, false, true);
   run = enabled.Probe("k8s.leave", "worker2");
   EXPECT_EQ(run.status, 1);
   EXPECT_EQ(run.out, "kubelet is enabled at boot\n");
 
   if (const std::string why = StepHarness::CanFakeFiles(); !why.empty()) GTEST_SKIP() << why;
-  StepHarness joined(Inventory("kubernetes"));
+  StepHarness joined(RemovalInventory("kubernetes"));
   Units(joined, false, false);
   joined.File("/etc/kubernetes/kubelet.conf", "apiVersion: v1\nkind: Config\n");
   run = joined.Probe("k8s.leave", "worker2");
   EXPECT_EQ(run.status, 1);
   EXPECT_EQ(run.out, "/etc/kubernetes/kubelet.conf is still there (joined to a cluster)\n");
 
-  StepHarness cni(Inventory("kubernetes"));
+  StepHarness cni(RemovalInventory("kubernetes"));
   Units(cni, false, false);
   cni.File("/etc/cni/net.d/10-flannel.conflist", "{}\n");
   run = cni.Probe("k8s.leave", "worker2");
@@ -116,7 +116,7 @@ TEST(RemovalSteps, K8sForgetNodesDeletesOnlyWhatTheClusterStillHas) {
   if (const std::string why = StepHarness::CanFakeFiles(); !why.empty()) GTEST_SKIP() << why;
   // kubectl get node NAME -o name: found, NotFound (status 1), or no answer.
   const auto with_kubectl = [](const std::string& get_node) {
-    auto h = std::make_unique<StepHarness>(Inventory("kubernetes"));
+    auto h = std::make_unique<StepHarness>(RemovalInventory("kubernetes"));
     h->File("/etc/kubernetes/admin.conf", "apiVersion: v1\nkind: Config\n");
     h->Stub("kubectl", get_node);
     return h;
@@ -136,15 +136,15 @@ TEST(RemovalSteps, K8sForgetNodesDeletesOnlyWhatTheClusterStillHas) {
       "right host or port?' >&2; exit 1");
   run = down->Probe("k8s.forget-nodes", "m");
   EXPECT_EQ(run.status, 1);
-  EXPECT_TRUE(Has(run.out,
-                  "kubectl get node worker2 fails: The connection to the server "
-                  "198.18.241.10:6443 was refused"))
+  EXPECT_TRUE(RemovalHas(run.out,
+                         "kubectl get node worker2 fails: The connection to the server "
+                         "198.18.241.10:6443 was refused"))
       << run.out;
 }
 
 TEST(RemovalSteps, KnownHostsForgetsALeavingNodesKey) {
   if (const std::string why = StepHarness::CanFakeFiles(); !why.empty()) GTEST_SKIP() << why;
-  StepHarness h(Inventory("slurm"));
+  StepHarness h(RemovalInventory("slurm"));
   h.StubOutput("ssh-keyscan", "", 99);  // every key is known: a scan is a bug
   std::string keys;
   std::string known;

@@ -83,8 +83,8 @@ class Keys {
 
 // u: ubuntu-22.04 GPU master with Kubernetes; r: rocky-9 GPU worker with IB.
 // Every repository is pinned to `fpr` and, for the change, keyed by `key`.
-std::string Inventory(const std::string& fpr, const std::string& key = "",
-                      const std::string& extra = "") {
+std::string ReposInventory(const std::string& fpr, const std::string& key = "",
+                           const std::string& extra = "") {
   std::string text =
       "cluster: t\n" + extra +
       "nodes:\n"
@@ -139,7 +139,7 @@ std::string OsVersionId() {
 TEST(ReposSteps, AFreshNodeNeedsEveryRepository) {
   if (!Keys::HaveGpg()) GTEST_SKIP() << "gpg is not installed";
   if (fs::exists("/etc/apt/keyrings/gpuctl-cuda.gpg")) GTEST_SKIP() << "this host has gpuctl's";
-  StepHarness h(Inventory("EB693B3035CD5710E231E123A4B469963BF863CC"));
+  StepHarness h(ReposInventory("EB693B3035CD5710E231E123A4B469963BF863CC"));
   for (const auto& [step, node] : StepNodes()) {
     if (step == "repos.cuda" && node == "r") continue;  // covered by the next tests
     const auto run = h.Probe(step, node);
@@ -155,7 +155,7 @@ TEST(ReposSteps, DoneWhenKeyringAndSourceAreGpuctls) {
   Keys keys;
   // One harness per family: the dnf files' directories are made by an
   // overlay over /etc, which would hide one over /etc/apt.
-  StepHarness apt(Inventory(keys.a()));
+  StepHarness apt(ReposInventory(keys.a()));
   apt.File(KeyringPath("repos.cuda", "u"), keys.Text("a.gpg"));
   apt.File(SourcePath("repos.cuda", "u"),
            "# Written by gpuctl (step repos.cuda) from the inventory; edits are replaced.\n"
@@ -166,7 +166,7 @@ TEST(ReposSteps, DoneWhenKeyringAndSourceAreGpuctls) {
 
   // Mellanox's directory is named by the node's own VERSION_ID (this host's).
   const std::string version_id = OsVersionId();
-  StepHarness dnf(Inventory(keys.a(), "", "versions: {kubernetes: \"1.31\"}\n"));
+  StepHarness dnf(ReposInventory(keys.a(), "", "versions: {kubernetes: \"1.31\"}\n"));
   dnf.File(KeyringPath("repos.ofed", "r"), keys.Text("a.asc"));
   dnf.File(SourcePath("repos.ofed", "r"),
            "# Written by gpuctl (step repos.ofed) from the inventory; edits are replaced.\n"
@@ -191,7 +191,7 @@ TEST(ReposSteps, SaysWhatDiffersInOneLine) {
   if (!Keys::HaveGpg()) GTEST_SKIP() << "gpg is not installed";
   if (const std::string why = StepHarness::CanFakeFiles(); !why.empty()) GTEST_SKIP() << why;
   Keys keys;
-  StepHarness h(Inventory(keys.a()));
+  StepHarness h(ReposInventory(keys.a()));
   // Someone else's key under gpuctl's name: named with the pinned one.
   h.File(KeyringPath("repos.cuda", "r"), keys.Text("b.asc"));
   h.File(SourcePath("repos.cuda", "r"), "[gpuctl-cuda]\n");
@@ -202,7 +202,7 @@ TEST(ReposSteps, SaysWhatDiffersInOneLine) {
   EXPECT_EQ(std::count(run.out.begin(), run.out.end(), '\n'), 1) << run.out;
 
   // The right key; a source another tool edited (gpgcheck off).
-  StepHarness g(Inventory(keys.a()));
+  StepHarness g(ReposInventory(keys.a()));
   g.File(KeyringPath("repos.docker", "r"), keys.Text("a.asc"));
   g.File(SourcePath("repos.docker", "r"),
          "# Written by gpuctl (step repos.docker) from the inventory; edits are replaced.\n"
@@ -235,7 +235,7 @@ TEST(ReposSteps, AKeyWithAnotherFingerprintIsRefusedNamingBoth) {
   Keys keys;
   // The inventory pins key a; the file the key points at holds key b.
   for (const char* file : {"b.asc", "b.gpg"}) {
-    StepHarness h(Inventory(keys.a(), keys.Path(file)));
+    StepHarness h(ReposInventory(keys.a(), keys.Path(file)));
     for (const char* node : {"u", "r"}) {
       const auto run = h.Change("repos.cuda", node);
       EXPECT_NE(run.status, 0) << file << " " << node << ": " << run.out;
@@ -248,7 +248,7 @@ TEST(ReposSteps, AKeyWithAnotherFingerprintIsRefusedNamingBoth) {
   }
   EXPECT_FALSE(fs::exists("/etc/apt/keyrings/gpuctl-cuda.gpg"));
   // Not a key at all.
-  StepHarness h(Inventory(keys.a(), keys.Path("home/common.conf")));
+  StepHarness h(ReposInventory(keys.a(), keys.Path("home/common.conf")));
   const auto run = h.Change("repos.cuda", "u");
   EXPECT_NE(run.status, 0);
   EXPECT_NE(run.out.find("its fingerprint is unreadable (no OpenPGP key)"), std::string::npos)

@@ -16,7 +16,7 @@ namespace {
 using testing::StepHarness;
 using testing::StepRun;
 
-const char* const kInventory =
+const char* const kResetInventory =
     "cluster: t\norchestrator: slurm\n"
     "nodes:\n"
     "  - {name: m, address: 198.18.241.10, os: ubuntu-22.04, roles: [master]}\n"
@@ -37,7 +37,7 @@ void Write(const std::filesystem::path& path, const std::string& text) {
 // A harness whose ledger and backups are under its own directory.
 class Ledgered {
  public:
-  Ledgered() : h(kInventory) {
+  Ledgered() : h(kResetInventory) {
     h.SetEnv("GPUCTL_LEDGER", Ledger().string());
     h.SetEnv("GPUCTL_BACKUP_DIR", (h.dir() / "state/backup").string());
   }

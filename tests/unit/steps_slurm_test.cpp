@@ -12,7 +12,7 @@ using testing::StepHarness;
 
 // The lab's slurm profile: master1, worker1 and worker2 with `gpus` GPUs each
 // (the captures show gpu:8), and `extra` more worker lines.
-std::string Inventory(int gpus = 8, const std::string& extra = "") {
+std::string SlurmInventory(int gpus = 8, const std::string& extra = "") {
   std::string worker =
       "    roles: [worker]\n    hardware: {gpus: {model: \"NVIDIA H100 80GB HBM3\", "
       "count: " +
@@ -33,7 +33,7 @@ class SlurmReadyTest : public ::testing::Test {
 };
 
 TEST_F(SlurmReadyTest, PassesWhenEveryWorkerIsIdleWithItsGpus) {
-  StepHarness h(Inventory());
+  StepHarness h(SlurmInventory());
   Use(h, "sinfo-idle.txt");
   const auto run = h.Probe("slurm.ready", "master1");
   EXPECT_EQ(run.status, 0) << run.out;
@@ -53,7 +53,7 @@ TEST_F(SlurmReadyTest, NamesEachWorkerNotReadyWithSlurmsStateAndReason) {
   };
   for (const NotReady& c : cases) {
     SCOPED_TRACE(c.fixture);
-    StepHarness h(Inventory());
+    StepHarness h(SlurmInventory());
     Use(h, c.fixture);
     const auto run = h.Probe("slurm.ready", "master1");
     EXPECT_EQ(run.status, 1);
@@ -62,7 +62,7 @@ TEST_F(SlurmReadyTest, NamesEachWorkerNotReadyWithSlurmsStateAndReason) {
 }
 
 TEST_F(SlurmReadyTest, ComparesTheGresWithTheInventorysGpuCount) {
-  StepHarness h(Inventory(4));
+  StepHarness h(SlurmInventory(4));
   Use(h, "sinfo-idle.txt");
   const auto run = h.Probe("slurm.ready", "master1");
   EXPECT_EQ(run.status, 1);
@@ -70,9 +70,9 @@ TEST_F(SlurmReadyTest, ComparesTheGresWithTheInventorysGpuCount) {
 }
 
 TEST_F(SlurmReadyTest, NamesAWorkerSlurmDoesNotKnow) {
-  StepHarness h(Inventory(8,
-                          "  - {name: worker3, address: 198.18.0.13, os: rocky-9, roles: "
-                          "[worker]}\n"));
+  StepHarness h(SlurmInventory(8,
+                               "  - {name: worker3, address: 198.18.0.13, os: rocky-9, roles: "
+                               "[worker]}\n"));
   Use(h, "sinfo-idle.txt");
   const auto run = h.Probe("slurm.ready", "master1");
   EXPECT_EQ(run.status, 1);
@@ -80,7 +80,7 @@ TEST_F(SlurmReadyTest, NamesAWorkerSlurmDoesNotKnow) {
 }
 
 TEST_F(SlurmReadyTest, ReportsSinfosOwnErrorWhenTheControllerDoesNotAnswer) {
-  StepHarness h(Inventory());
+  StepHarness h(SlurmInventory());
   Use(h, "sinfo-no-controller.txt", 1);
   const auto run = h.Probe("slurm.ready", "master1");
   EXPECT_EQ(run.status, 1);
@@ -90,7 +90,7 @@ TEST_F(SlurmReadyTest, ReportsSinfosOwnErrorWhenTheControllerDoesNotAnswer) {
 }
 
 TEST_F(SlurmReadyTest, IsUnknownUntilSlurmctldRuns) {
-  StepHarness h(Inventory());
+  StepHarness h(SlurmInventory());
   Use(h, "sinfo-idle.txt");
   h.StubOutput("systemctl", "", 3);  // is-active: inactive
   const auto run = h.Probe("slurm.ready", "master1");

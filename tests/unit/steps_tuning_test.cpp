@@ -17,7 +17,7 @@ namespace {
 
 using testing::StepHarness;
 
-constexpr const char* kInventory = R"(cluster: t
+constexpr const char* kTuningInventory = R"(cluster: t
 sysctl: {vm.swappiness: 10}
 nodes:
   - {name: master1, address: 198.18.0.10, os: ubuntu-22.04, roles: [master]}
@@ -77,7 +77,7 @@ class TuningStepsTest : public ::testing::Test {
       h.File(ProcPath(k), v + "\n");
     }
   }
-  StepHarness h{kInventory};
+  StepHarness h{kTuningInventory};
 };
 
 TEST_F(TuningStepsTest, SysctlNamesEachKeyTheFileLacksOrHasOtherwise) {

@@ -15,7 +15,7 @@ namespace {
 using testing::StepHarness;
 
 // master1 and worker1 (Ubuntu) at `kubernetes` (versions.kubernetes).
-std::string Inventory(const std::string& kubernetes) {
+std::string UpgradeInventory(const std::string& kubernetes) {
   return "cluster: t\nversions: {kubernetes: \"" + kubernetes +
          "\"}\nnodes:\n"
          "  - {name: master1, address: 198.18.0.10, os: ubuntu-22.04, roles: [master]}\n"
@@ -37,7 +37,7 @@ std::string VersionJson(const std::string& version) {
 // `conf` exists, kubectl answers /version), with kubelet at `kubelet`.
 std::unique_ptr<StepHarness> InCluster(const std::string& want, const std::string& cluster,
                                        const std::string& conf, const std::string& kubelet) {
-  auto h = std::make_unique<StepHarness>(Inventory(want));
+  auto h = std::make_unique<StepHarness>(UpgradeInventory(want));
   h->File(conf, "apiVersion: v1\nkind: Config\n");
   h->StubOutput("kubectl", VersionJson(cluster));
   h->Stub("dpkg-query", "shift 2\nfor p in \"$@\"; do\n  case \"$p\" in\n    kubelet) echo " +
@@ -47,7 +47,7 @@ std::unique_ptr<StepHarness> InCluster(const std::string& want, const std::strin
 }
 
 TEST(UpgradeSteps, WithoutAClusterThereIsNothingToUpgrade) {
-  StepHarness h(Inventory("1.31"));
+  StepHarness h(UpgradeInventory("1.31"));
   const auto run = h.Probe("k8s.upgrade", "master1");
   if (run.status != 0 && run.out.find("control plane") != std::string::npos) {
     GTEST_SKIP() << "this machine runs a Kubernetes control plane";

@@ -16,7 +16,7 @@ using testing::StepHarness;
 
 // A master and `workers` GPU workers w1..wN with one IB port each, plus the
 // given `validation:` block (may be empty).
-std::string Inventory(int workers, const std::string& validation) {
+std::string ValidateInventory(int workers, const std::string& validation) {
   std::string text = "cluster: t\norchestrator: kubernetes\n" + validation +
                      "nodes:\n  - {name: m, address: 198.18.0.1, os: ubuntu-22.04, "
                      "roles: [master]}\n";
@@ -38,7 +38,7 @@ std::string ReadAll(const std::filesystem::path& path) {
   return s.str();
 }
 
-bool Has(const std::string& text, const std::string& part) {
+bool ValidateHas(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
@@ -50,7 +50,7 @@ constexpr const char* kTwoH100Nodes = "nccl-tests/all_reduce_perf_2x8_h100.txt";
 // mpirun prints `fixture` and exits `status`; `args` gets mpirun's arguments.
 testing::StepRun Nccl(const std::string& validation, const std::string& fixture, int status,
                       std::string* args = nullptr) {
-  StepHarness h(Inventory(2, validation));
+  StepHarness h(ValidateInventory(2, validation));
   h.Stub("mpirun", "echo \"$*\" >\"$HOME/mpirun.args\"\ncat '" + StepHarness::Fixture(fixture) +
                        "'\nexit " + std::to_string(status));
   auto run = h.Probe("validate.nccl", "m");
@@ -63,8 +63,8 @@ TEST(NcclValidate, ReportsBusBandwidthAtTheLargestSizeAndPassesAboveTheMinimum) 
   const auto run = Nccl("validation: {nccl_min_busbw_gbps: 300}\n", kTwoH100Nodes, 0, &args);
   EXPECT_EQ(run.status, 0) << run.out;
   EXPECT_EQ(run.out, "all_reduce_perf 2 nodes x 8 GPUs: busbw 369.12 GB/s at 8G (min 300)\n");
-  EXPECT_TRUE(Has(args, "-np 2 -H w1,w2 ")) << args;
-  EXPECT_TRUE(Has(args, "all_reduce_perf -b 8 -e 8G -f 2 -g 8")) << args;
+  EXPECT_TRUE(ValidateHas(args, "-np 2 -H w1,w2 ")) << args;
+  EXPECT_TRUE(ValidateHas(args, "all_reduce_perf -b 8 -e 8G -f 2 -g 8")) << args;
 }
 
 TEST(NcclValidate, FailsBelowTheMinimum) {
@@ -78,7 +78,7 @@ TEST(NcclValidate, FailsBelowTheMinimum) {
 TEST(NcclValidate, WithoutThresholdReportsAndPasses) {
   const auto run = Nccl("", kTwoH100Nodes, 0);
   EXPECT_EQ(run.status, 0) << run.out;
-  EXPECT_TRUE(Has(run.out, "busbw 369.12 GB/s at 8G (no threshold)")) << run.out;
+  EXPECT_TRUE(ValidateHas(run.out, "busbw 369.12 GB/s at 8G (no threshold)")) << run.out;
 }
 
 TEST(NcclValidate, AFailedRunNamesTheToolsError) {
@@ -91,17 +91,18 @@ TEST(NcclValidate, AFailedRunNamesTheToolsError) {
 }
 
 TEST(NcclValidate, OneGpuWorkerRunsOnItsOwnOverSsh) {
-  StepHarness h(Inventory(1, ""));
+  StepHarness h(ValidateInventory(1, ""));
   h.Stub("ssh",
          "echo \"$*\" >\"$HOME/ssh.args\"\ncat '" + StepHarness::Fixture(kTwoH100Nodes) + "'");
   const auto run = h.Probe("validate.nccl", "m");
   EXPECT_EQ(run.status, 0) << run.out;
-  EXPECT_TRUE(Has(run.out, "all_reduce_perf 1 node x 8 GPUs: busbw 369.12")) << run.out;
-  EXPECT_TRUE(Has(ReadAll(h.dir() / "ssh.args"), "w1 all_reduce_perf -b 8 -e 8G -f 2 -g 8"));
+  EXPECT_TRUE(ValidateHas(run.out, "all_reduce_perf 1 node x 8 GPUs: busbw 369.12")) << run.out;
+  EXPECT_TRUE(
+      ValidateHas(ReadAll(h.dir() / "ssh.args"), "w1 all_reduce_perf -b 8 -e 8G -f 2 -g 8"));
 }
 
 TEST(NcclValidate, NoGpuWorkersIsNothingToRun) {
-  StepHarness h(Inventory(0, ""));
+  StepHarness h(ValidateInventory(0, ""));
   const auto run = h.Probe("validate.nccl", "m");
   EXPECT_EQ(run.status, 0);
   EXPECT_EQ(run.out, "all_reduce_perf: no GPU workers in the inventory, nothing to run\n");
@@ -138,23 +139,23 @@ void Ssh(StepHarness& h, const std::string& client, int client_status = 0,
 }
 
 TEST(IbValidate, PairsConsecutiveWorkersAndTheOddOneWithTheFirst) {
-  StepHarness h(Inventory(3, "validation: {ib_min_bw_gbps: 150}\n"));
+  StepHarness h(ValidateInventory(3, "validation: {ib_min_bw_gbps: 150}\n"));
   Ssh(h, "perftest/ib_send_bw_client_hdr.txt");
   const auto run = h.Probe("validate.ib-bw", "m");
   EXPECT_EQ(run.status, 0) << run.out;
   EXPECT_EQ(run.out,
             "ib_send_bw: w1<->w2 196.52 Gb/s (mlx5_0) w3<->w1 196.52 Gb/s (mlx5_0) (min 150)\n");
   const std::string log = ReadAll(h.dir() / "ssh.log");
-  EXPECT_TRUE(
-      Has(log, "w1: echo $$; exec timeout 60 ib_send_bw -d mlx5_0 -i 1 -F --report_gbits\n"))
+  EXPECT_TRUE(ValidateHas(
+      log, "w1: echo $$; exec timeout 60 ib_send_bw -d mlx5_0 -i 1 -F --report_gbits\n"))
       << log;
-  EXPECT_TRUE(Has(log, "w2: ib_send_bw -d mlx5_0 -i 1 -F --report_gbits w1\n")) << log;
-  EXPECT_TRUE(Has(log, "w3: echo $$; exec timeout 60 ib_send_bw")) << log;
-  EXPECT_TRUE(Has(log, "w1: ib_send_bw -d mlx5_0 -i 1 -F --report_gbits w3\n")) << log;
+  EXPECT_TRUE(ValidateHas(log, "w2: ib_send_bw -d mlx5_0 -i 1 -F --report_gbits w1\n")) << log;
+  EXPECT_TRUE(ValidateHas(log, "w3: echo $$; exec timeout 60 ib_send_bw")) << log;
+  EXPECT_TRUE(ValidateHas(log, "w1: ib_send_bw -d mlx5_0 -i 1 -F --report_gbits w3\n")) << log;
 }
 
 TEST(IbValidate, FailsOnTheFirstPairBelowTheMinimum) {
-  StepHarness h(Inventory(4, "validation: {ib_min_bw_gbps: 150}\n"));
+  StepHarness h(ValidateInventory(4, "validation: {ib_min_bw_gbps: 150}\n"));
   Ssh(h, "perftest/ib_send_bw_client_hdr.txt", 0, "w4", "perftest/ib_send_bw_client_hdr100.txt");
   const auto run = h.Probe("validate.ib-bw", "m");
   EXPECT_EQ(run.status, 1);
@@ -164,17 +165,17 @@ TEST(IbValidate, FailsOnTheFirstPairBelowTheMinimum) {
 }
 
 TEST(IbValidate, ADownPortFailsWithPerftestsMessage) {
-  StepHarness h(Inventory(2, ""));
+  StepHarness h(ValidateInventory(2, ""));
   Ssh(h, "perftest/ib_send_bw_client_hdr.txt", 1, "w2", "perftest/ib_send_bw_port_down.txt");
   const auto run = h.Probe("validate.ib-bw", "m");
   EXPECT_EQ(run.status, 1);
   EXPECT_EQ(run.out, "ib_send_bw w1<->w2 mlx5_0 failed on w2: Port number 1 state is Down\n");
   // The waiting server on w1 was stopped by its PID.
-  EXPECT_TRUE(Has(ReadAll(h.dir() / "ssh.log"), "w1: kill 4242\n"));
+  EXPECT_TRUE(ValidateHas(ReadAll(h.dir() / "ssh.log"), "w1: kill 4242\n"));
 }
 
 TEST(IbValidate, WithoutThresholdReportsAndPasses) {
-  StepHarness h(Inventory(2, ""));
+  StepHarness h(ValidateInventory(2, ""));
   Ssh(h, "perftest/ib_send_bw_client_hdr.txt");
   const auto run = h.Probe("validate.ib-bw", "m");
   EXPECT_EQ(run.status, 0) << run.out;
@@ -200,19 +201,20 @@ void Kubectl(StepHarness& h, const std::string& phase, const std::string& log) {
 }
 
 TEST(GpuPodValidate, PassesWhenThePodListsAGpu) {
-  StepHarness h(Inventory(1, ""));
+  StepHarness h(ValidateInventory(1, ""));
   Kubectl(h, "Succeeded", "nvidia-smi/h100-80gb-hbm3/L.txt");
   const auto run = h.Probe("validate.gpu-pod", "m");
   EXPECT_EQ(run.status, 0) << run.out;
   EXPECT_EQ(run.out, "GPU pod on w1: GPU 0: NVIDIA H100 80GB HBM3\n");
   const std::string pod = ReadAll(h.dir() / "pod.yaml");
-  EXPECT_TRUE(Has(pod, "nvidia.com/gpu: 1")) << pod;
-  EXPECT_TRUE(Has(pod, "restartPolicy: Never")) << pod;
-  EXPECT_TRUE(Has(ReadAll(h.dir() / "kubectl.log"), "delete pod gpuctl-validate-gpu -n default"));
+  EXPECT_TRUE(ValidateHas(pod, "nvidia.com/gpu: 1")) << pod;
+  EXPECT_TRUE(ValidateHas(pod, "restartPolicy: Never")) << pod;
+  EXPECT_TRUE(
+      ValidateHas(ReadAll(h.dir() / "kubectl.log"), "delete pod gpuctl-validate-gpu -n default"));
 }
 
 TEST(GpuPodValidate, APendingPodReportsTheSchedulersMessage) {
-  StepHarness h(Inventory(1, ""));
+  StepHarness h(ValidateInventory(1, ""));
   Kubectl(h, "Pending", "");
   const auto run = h.Probe("validate.gpu-pod", "m");
   EXPECT_EQ(run.status, 1);
@@ -222,11 +224,12 @@ TEST(GpuPodValidate, APendingPodReportsTheSchedulersMessage) {
 }
 
 TEST(GpuPodValidate, ASucceededPodWithoutGpusFails) {
-  StepHarness h(Inventory(1, ""));
+  StepHarness h(ValidateInventory(1, ""));
   Kubectl(h, "Succeeded", "");
   const auto run = h.Probe("validate.gpu-pod", "m");
   EXPECT_EQ(run.status, 1);
-  EXPECT_TRUE(Has(run.out, "GPU pod on w1 ran, but nvidia-smi -L listed no GPU")) << run.out;
+  EXPECT_TRUE(ValidateHas(run.out, "GPU pod on w1 ran, but nvidia-smi -L listed no GPU"))
+      << run.out;
 }
 
 }  // namespace
