@@ -27,14 +27,8 @@ class ResetScopePhase : public Phase {
     if (reset_nodes_.empty() || reset_nodes_.size() == context.inventory.nodes.size()) {
       return;
     }
-    Inventory before = context.inventory;  // os: auto already resolved
-    for (Node& node : before.nodes) {
-      if (reset_nodes_.count(node.name) > 0) {
-        node.absent = false;
-        node.reset = false;
-      }
-    }
-    before.reset_packages = false;
+    // The context's inventory: its os: auto nodes are resolved.
+    const Inventory before = WithoutResetMarks(context.inventory, reset_nodes_);
     context.plan = ResetScope(context.plan, Plan::Build(before, context.catalog), reset_nodes_);
   }
 
@@ -89,6 +83,17 @@ std::string PrepareReset(Spec& spec, const std::vector<std::string>& limit,
   spec.targets.clear();
   spec.reach.clear();
   return "";
+}
+
+Inventory WithoutResetMarks(Inventory inventory, const std::set<std::string>& reset_nodes) {
+  for (Node& node : inventory.nodes) {
+    if (reset_nodes.count(node.name) > 0) {
+      node.absent = false;
+      node.reset = false;
+    }
+  }
+  inventory.reset_packages = false;
+  return inventory;
 }
 
 Plan ResetScope(const Plan& plan, const Plan& before, const std::set<std::string>& reset_nodes) {

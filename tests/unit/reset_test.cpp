@@ -54,14 +54,7 @@ class ResetTest : public ::testing::Test {
 
   // The reset's plan as the apply pipeline makes it: built, then scoped.
   Plan ResetPlan() const {
-    Inventory before = spec.inventory;
-    for (Node& node : before.nodes) {
-      if (spec.reset_nodes.count(node.name) > 0) {
-        node.absent = false;
-        node.reset = false;
-      }
-    }
-    before.reset_packages = false;
+    const Inventory before = WithoutResetMarks(spec.inventory, spec.reset_nodes);
     const Plan plan = Plan::Build(spec.inventory, spec.catalog);
     return ResetsWholeCluster(spec)
                ? plan

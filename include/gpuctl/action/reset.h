@@ -27,6 +27,9 @@ namespace gpuctl {
 std::string PrepareReset(Spec& spec, const std::vector<std::string>& limit,
                          const std::vector<std::string>& exclude, bool packages);
 
+// `inventory` as it was before PrepareReset marked `reset_nodes`.
+Inventory WithoutResetMarks(Inventory inventory, const std::set<std::string>& reset_nodes);
+
 // A reset that leaves some nodes: of theirs, only the items the departure
 // changes (a digest unlike the same item's in `before`, the plan of the
 // inventory without the reset's marks), and what those wait for.
