@@ -339,6 +339,33 @@ base_apt_lists() {
   rm -rf "$tmp"
 }
 
+# A node's kmod (modprobe, lsmod) and the boot unit that loads what
+# modules-load.d lists: the lab's kernel has no loadable modules, so these
+# simulate the ones gpuctl loads (lab/lib/kmod.py, docs/standins.md).
+disk_kmod() {
+  local u=$1
+  layer_write "$u" /usr/lib/gpuctl-lab/kmod 755 <"$LAB_LIB/kmod.py"
+  layer_link "$u" /usr/sbin/modprobe ../lib/gpuctl-lab/kmod
+  layer_link "$u" /usr/sbin/lsmod ../lib/gpuctl-lab/kmod
+  layer_write "$u" /etc/systemd/system/gpuctl-lab-modules-load.service <<'EOF'
+[Unit]
+Description=gpuctl lab: load the kernel modules modules-load.d lists (simulated ones)
+DefaultDependencies=no
+After=local-fs.target gpuctl-lab-nvidia-module.service openibd.service
+Before=sysinit.target ssh.service sshd.service
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/usr/lib/gpuctl-lab/kmod --load-boot
+
+[Install]
+WantedBy=sysinit.target
+EOF
+  layer_link "$u" /etc/systemd/system/sysinit.target.wants/gpuctl-lab-modules-load.service \
+    ../gpuctl-lab-modules-load.service
+}
+
 # state/dev: the skeleton of a node's /dev, copied into its tmpfs at boot:
 # the harmless character devices, a mount point for a private devpts, links.
 dev_skeleton() {
@@ -364,7 +391,7 @@ base_prepare() {
   local os=$1 b hash
   b=$LAB_STATE/base-$os
   hash=$(cat "$LAB_TABLE" "$LAB_STATE/ssh/id_ed25519.pub" "$LAB_LIB/disk.sh" "$LAB_LIB/layer.sh" \
-    "$LAB_LIB/firstboot.sh" "$LAB_LIB"/../standins/nfs-utils/root/usr/lib/gpuctl-lab/nfs/* \
+    "$LAB_LIB/firstboot.sh" "$LAB_LIB/kmod.py" "$LAB_LIB"/../standins/nfs-utils/root/usr/lib/gpuctl-lab/nfs/* \
     "$LAB_REPO/.source-hash" "$LAB_REPO/keys/FINGERPRINTS" "$LAB_LIB/http.sh" \
     <(echo "$os" "$(lab_url)" /etc/systemd/system/*.wants/*) | sha256sum)
   [ -d "$b" ] && [ "$(read_file "$b.hash")" = "$hash" ] && return 0
@@ -373,6 +400,7 @@ base_prepare() {
   disk_root_home "$b" "$LAB_STATE/ssh/id_ed25519.pub"
   disk_sshd "$b"
   disk_systemd "$b"
+  disk_kmod "$b"
   disk_hosts "$b"
   case $os in
     ubuntu-*) disk_ubuntu "$b" ;;

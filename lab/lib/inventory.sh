@@ -70,6 +70,7 @@ slurm:
 EOF
     fi
     inventory_sources # repositories: and mirrors: on the lab's nginx (http.sh)
+    inventory_fabric
     echo "nodes:"
     while IFS=$'\t' read -r name addr os roles model count _mem ib _faults nvswitch; do
       printf '  - name: %s\n    address: %s\n    os: %s\n    roles: [%s]\n' \
@@ -90,6 +91,34 @@ EOF
     done <"$LAB_TABLE"
   } >"$LAB_STATE/inventory.yaml.tmp"
   mv -f "$LAB_STATE/inventory.yaml.tmp" "$LAB_STATE/inventory.yaml"
+}
+
+# The lab's InfiniBand switches manage nothing: the first IB node runs
+# OpenSM (fabric.subnet_manager), which gpuctl sets up, and with three IB
+# nodes or more the second stands by. (With two, the second is a plain IB
+# node, whose ports wait for the first's OpenSM.)
+inventory_fabric() {
+  local ib
+  ib=$(awk -F'\t' '$8 != "-" { print $1 }' "$LAB_TABLE" | paste -sd ' ' -)
+  [ -n "$ib" ] || return 0
+  # shellcheck disable=SC2086 # node names, split into the positional parameters
+  set -- $ib
+  printf 'fabric:\n  subnet_manager: %s\n' "$1"
+  [ $# -lt 3 ] || printf '  subnet_manager_standby: %s\n' "$2"
+}
+
+# fabric_prepare: STATE/ib-fabric, the lab's IB fabric that every node
+# mounts. An inventory that names no subnet manager has managed switches, so
+# the lab gives the fabric a switch's subnet manager (switch-sm: priority,
+# GUID, LID, name), always answering; one that names a node runs OpenSM
+# there, and until then every port stays Initializing.
+fabric_prepare() {
+  mkdir -p "$LAB_STATE/ib-fabric"
+  if grep -q '^ *subnet_manager:' "$LAB_STATE/inventory.yaml"; then
+    rm -f "$LAB_STATE/ib-fabric/switch-sm"
+  else
+    printf '15 0c42a1030099aa01 1 switch-sm\n' >"$LAB_STATE/ib-fabric/switch-sm"
+  fi
 }
 
 # up --from INVENTORY: a lab that mirrors a site's inventory (docs/lab.md,

@@ -306,6 +306,7 @@ cmd_up() {
     rm -f "$LAB_STATE/address-map.tsv"
     write_inventory "$profile"
   fi
+  fabric_prepare # who runs the IB subnet manager (inventory.sh)
   local t1 t2
   t1=$(now_ms)
   # shellcheck disable=SC2046  # node names have no spaces

@@ -17,6 +17,7 @@
 #                devpts, shm
 #   /run, /tmp   tmpfs
 #   /srv/gpuctl-lab-nfs  the lab's NFS store (STATE/nfs), read-write
+#   /srv/gpuctl-lab-ib   the lab's IB fabric (STATE/ib-fabric), read-write
 #   the lab home is hidden (it holds the lab's private key and the package
 #   repository: nodes fetch packages over HTTP, as from a site's mirror)
 # Then pivot_root into it, detach the host's tree, drop the capabilities that
@@ -25,7 +26,7 @@ set -euo pipefail
 
 node_dir=$1
 # shellcheck source=/dev/null
-. "$node_dir/boot.env" # NODE LAB_NAME BOOT BOOT_ID UPPER WORK BASE DEVSKEL MERGED NFS_STORE HIDE
+. "$node_dir/boot.env" # NODE LAB_NAME BOOT BOOT_ID UPPER WORK BASE DEVSKEL MERGED NFS_STORE IB_FABRIC HIDE
 
 m=$MERGED
 hostname "$NODE"
@@ -71,6 +72,12 @@ mount -t tmpfs -o mode=1777,nosuid,nodev,size=64m tmpfs "$m/dev/shm"
 if [ -n "${NFS_STORE:-}" ]; then
   mkdir -p "$NFS_STORE" "$m/srv/gpuctl-lab-nfs"
   mount --bind "$NFS_STORE" "$m/srv/gpuctl-lab-nfs"
+fi
+# The lab's InfiniBand fabric, the same directory in every node: who runs a
+# subnet manager on which rail (the IB stand-ins read it; docs/standins.md).
+if [ -n "${IB_FABRIC:-}" ]; then
+  mkdir -p "$IB_FABRIC" "$m/srv/gpuctl-lab-ib"
+  mount --bind "$IB_FABRIC" "$m/srv/gpuctl-lab-ib"
 fi
 
 # The lab's own state (every node's disk) must not show inside a node, yet the

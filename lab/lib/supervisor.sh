@@ -62,6 +62,7 @@ BASE=$LAB_STATE/base-$(cat "$d/os")
 DEVSKEL=$LAB_STATE/dev
 MERGED=$d/merged
 NFS_STORE=$LAB_STATE/nfs
+IB_FABRIC=$LAB_STATE/ib-fabric
 HIDE="$(dirname "$LAB_STATE")"
 EOF
   # Keep the console log small: start afresh past 1 MiB.

@@ -60,6 +60,8 @@ bool Holds(StepCondition condition, const Node& node, const Inventory& inv) {
       return inv.HasLeavingNodes();
     case StepCondition::kResetPackages:
       return inv.reset_packages;
+    case StepCondition::kSubnetManager:
+      return inv.SubnetManagerPriority(node) > 0;
   }
   return false;
 }
@@ -70,6 +72,10 @@ void Field(std::string& out, std::string_view name, std::string_view value) {
 }
 
 }  // namespace
+
+bool ConditionHolds(StepCondition condition, const Node& node, const Inventory& inventory) {
+  return Holds(condition, node, inventory);
+}
 
 bool Step::AppliesTo(const Node& node, const Inventory& inventory) const {
   const bool role = std::any_of(roles.begin(), roles.end(), [&](Role r) { return node.Has(r); });
@@ -125,6 +131,9 @@ std::string Catalog::Digest() const {
     }
     for (const auto& d : s.depends) {
       Field(text, "depends", d.on_role ? d.step + "@" + ToString(*d.on_role) : d.step);
+      if (d.unless) {
+        Field(text, "unless", detail::ConditionName(*d.unless));
+      }
     }
     for (const auto& p : s.params) {
       Field(text, "param", p);

@@ -1,6 +1,7 @@
 // Checks that need every playbook at once: unique ids, dependencies that name
 // a real step able to satisfy them, and no cycles (a cycle would deadlock
 // apply, with each step waiting on the next).
+#include <algorithm>
 #include <map>
 
 #include <fmt/format.h>
@@ -41,6 +42,9 @@ class CycleFinder {
         continue;
       }
       const std::size_t next = it->second;
+      if (BrokenWhereTargetRuns(dep, steps_[next])) {
+        continue;
+      }
       if (state_[next] == kOnPath) {
         Report(next);
       } else if (state_[next] == kNew) {
@@ -49,6 +53,17 @@ class CycleFinder {
     }
     path_.pop_back();
     state_[i] = kDone;
+  }
+
+  // A dependency `unless` a condition the target step itself requires: the
+  // target runs only on nodes where the condition holds, and there the
+  // dependency is dropped, so no wait through it can come back to the
+  // dependent step on the same node. (ib.ofed waits for ib.subnet-manager,
+  // unless subnet_manager; ib.subnet-manager, when subnet_manager, waits for
+  // that node's ib.ofed.)
+  static bool BrokenWhereTargetRuns(const StepDependency& dep, const Step& target) {
+    return dep.unless &&
+           std::find(target.when.begin(), target.when.end(), *dep.unless) != target.when.end();
   }
 
   // The path from `start` to the current step, closed back to `start`.

@@ -187,14 +187,23 @@ class StepReader {
             where, fmt::format("expected a step id or {{step, on}}, got {}", yaml::Describe(item)));
         continue;
       }
-      MapReader d(source_, item, {"step", "on"});
+      MapReader d(source_, item, {"step", "on", "unless"});
       d.Require({"step"});
-      StepDependency dep{"", std::nullopt, d.ValueWhere("step")};
+      StepDependency dep{"", std::nullopt, d.ValueWhere("step"), std::nullopt};
       d.Read("step", dep.step);
       if (auto on = d.String("on")) {
         dep.on_role = ParseRole(on->text);
         if (!dep.on_role) {
           source_.Error(on->where, yaml::UnknownName("role", on->text, RoleNames()));
+        }
+      }
+      if (auto unless = d.String("unless")) {
+        auto it = std::find(ConditionNames().begin(), ConditionNames().end(), unless->text);
+        if (it == ConditionNames().end()) {
+          source_.Error(unless->where,
+                        yaml::UnknownName("condition", unless->text, ConditionNames()));
+        } else {
+          dep.unless = static_cast<StepCondition>(it - ConditionNames().begin());
         }
       }
       if (!dep.step.empty()) {
@@ -432,10 +441,10 @@ std::string_view ConditionName(StepCondition condition) {
 const std::vector<std::string>& ConditionNames() {
   // In StepCondition's order.
   static const std::vector<std::string> kNames = {
-      "always",      "has_gpus",      "has_ib",        "nfs",      "nfs_server",
-      "nfs_client",  "kubernetes",    "slurm",         "docker",   "registry_mirrors",
-      "docker_repo", "epel_repo",     "hosts_file",    "nvswitch", "kernel_modules",
-      "hold_kernel", "leaving_nodes", "reset_packages"};
+      "always",      "has_gpus",      "has_ib",         "nfs",           "nfs_server",
+      "nfs_client",  "kubernetes",    "slurm",          "docker",        "registry_mirrors",
+      "docker_repo", "epel_repo",     "hosts_file",     "nvswitch",      "kernel_modules",
+      "hold_kernel", "leaving_nodes", "reset_packages", "subnet_manager"};
   return kNames;
 }
 

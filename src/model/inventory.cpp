@@ -149,6 +149,19 @@ const Node* Inventory::NfsServer() const {
   return storage == nodes.end() ? Master() : &*storage;
 }
 
+int Inventory::SubnetManagerPriority(const Node& node) const {
+  if (node.absent) {
+    return 0;
+  }
+  if (node.name == fabric.subnet_manager) {
+    return kSubnetManagerPriority;
+  }
+  if (!fabric.subnet_manager.empty() && node.name == fabric.subnet_manager_standby) {
+    return kStandbySubnetManagerPriority;
+  }
+  return 0;
+}
+
 bool Inventory::HasLeavingNodes() const {
   return std::any_of(nodes.begin(), nodes.end(), [](const Node& n) { return n.absent; });
 }

@@ -295,6 +295,7 @@ void CheckInventory(yaml::Source& source, Inventory& inventory, const InventoryM
   CheckSlurm(source, inventory, marks);
   CheckCuda(source, inventory, marks);
   CheckNvswitch(source, inventory, marks);
+  CheckFabric(source, inventory, marks);
   CheckAirGappedMirrors(source, inventory, marks);
   CheckAirGappedRepositories(source, inventory, marks);
 }

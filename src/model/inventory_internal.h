@@ -24,6 +24,8 @@ struct InventoryMarks {
   SourceLocation driver_branch;
   SourceLocation cuda;
   SourceLocation nfs_server;
+  SourceLocation subnet_manager;          // fabric.subnet_manager's value
+  SourceLocation subnet_manager_standby;  // fabric.subnet_manager_standby's value
   SourceLocation slurm;
   SourceLocation air_gapped;  // policy.air_gapped's value
   SourceLocation mirrors;     // the `mirrors` key
@@ -68,6 +70,13 @@ void CheckAirGappedRepositories(yaml::Source& source, const Inventory& inventory
 // for a key gpuctl sets for it is an error (a warning for the IPv6 bridge).
 void ReadSysctl(yaml::Source& source, const YAML::Node& map, const SourceLocation& where,
                 Orchestrator orchestrator, std::map<std::string, std::string>& out);
+
+// The `fabric:` block (inventory_fabric.cpp): the nodes that run the subnet
+// manager, checked as host names here and as nodes on the fabric by
+// CheckFabric.
+void ReadFabric(yaml::Source& source, yaml::MapReader& m, Inventory& inventory,
+                InventoryMarks& marks);
+void CheckFabric(yaml::Source& source, const Inventory& inventory, const InventoryMarks& marks);
 
 // Advice for a key that looks like an inline secret (see docs/inventory.md).
 std::optional<std::string> SecretKeyAdvice(const std::string& key,

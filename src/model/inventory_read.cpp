@@ -28,7 +28,7 @@ const std::vector<std::string>& TopKeys() {
   static const std::vector<std::string> kKeys = {
       "cluster", "ssh",          "orchestrator",  "versions",   "network",
       "nfs",     "slurm",        "policy",        "validation", "nodes",
-      "mirrors", "repositories", "node_defaults", "sysctl"};
+      "mirrors", "repositories", "node_defaults", "sysctl",     "fabric"};
   return kKeys;
 }
 const std::vector<std::string>& SshKeys() {
@@ -234,6 +234,9 @@ void Reader::Top(const YAML::Node& root) {
   if (auto m = top.Map("slurm", {"cluster_name", "partitions", "munge_key_env"})) {
     marks_.slurm = top.KeyWhere("slurm");
     SlurmBlock(*m);
+  }
+  if (auto m = top.Map("fabric", {"subnet_manager", "subnet_manager_standby"})) {
+    ReadFabric(source_, *m, inv_, marks_);
   }
   if (auto m = top.Map("policy", {"disable_firewall", "disable_selinux", "docker", "air_gapped",
                                   "hold_kernel"})) {

@@ -468,6 +468,8 @@ const std::vector<std::string>& KnownParameters() {
         "slurm_version",
         "ssh_host_keys",
         "subnet",
+        "subnet_manager_priority",
+        "subnet_managers",
         "sysctl",
         "trusted_sources",
         "worker_names",
@@ -526,6 +528,13 @@ ParameterTable::ParameterTable(const Inventory& inventory) : inventory_(inventor
       {"gpu_operator_chart",
        inv.mirrors.gpu_operator_chart.empty() ? kNgcCharts : inv.mirrors.gpu_operator_chart},
       {"registry_mirrors", RegistryMirrors(inv)},
+      // For messages: who is meant to bring the fabric up ("" : the switches).
+      {"subnet_managers", inv.fabric.subnet_manager.empty()
+                              ? std::string()
+                              : fmt::format("{}{}", inv.fabric.subnet_manager,
+                                            inv.fabric.subnet_manager_standby.empty()
+                                                ? ""
+                                                : " " + inv.fabric.subnet_manager_standby)},
   };
   // What os.hosts' probe compares its block with (the block's lines, each
   // ending in a newline, through sha256sum), so a plan does not send every
@@ -562,6 +571,10 @@ NodeParameters ParameterTable::For(const Node& node) const {
       // GPUs or RDMA ports: the node runs NCCL (os.sysctl's network buffers).
       {"fabric", Bool(node.OnFabric())},
       {"sysctl", Sysctl(node)},
+      // OpenSM's priority here; "" where the node runs none.
+      {"subnet_manager_priority", inventory_.SubnetManagerPriority(node) > 0
+                                      ? std::to_string(inventory_.SubnetManagerPriority(node))
+                                      : ""},
       // "true", "false", or "" when the inventory does not say.
       {"nvswitch", node.hardware.gpus && node.hardware.gpus->nvswitch
                        ? Bool(*node.hardware.gpus->nvswitch)

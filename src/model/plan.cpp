@@ -55,9 +55,12 @@ std::vector<const Step*> OrderedStepsFor(const Node& node, const Inventory& inve
       if (placed[i]) {
         continue;
       }
-      const bool ready = std::all_of(
-          applicable[i]->depends.begin(), applicable[i]->depends.end(),
-          [&](const StepDependency& d) { return d.on_role.has_value() || is_placed(d.step); });
+      const bool ready =
+          std::all_of(applicable[i]->depends.begin(), applicable[i]->depends.end(),
+                      [&](const StepDependency& d) {
+                        return d.on_role.has_value() || is_placed(d.step) ||
+                               (d.unless && ConditionHolds(*d.unless, node, inventory));
+                      });
       if (ready) {
         placed[i] = true;
         ordered.push_back(applicable[i]);
@@ -174,6 +177,8 @@ Plan Plan::Build(const Inventory& inventory, const Catalog& catalog, PlanScope s
   for (const auto& step : catalog.steps()) {
     step_digests.emplace(step.id, StepDigest(step, catalog.prelude()));
   }
+  // Each item's node, for the dependencies that depend on it (`unless`).
+  std::vector<const Node*> item_nodes;
   for (const auto& node : inventory.nodes) {
     plan.nodes_.push_back(node.name);
     if (node.absent) {
@@ -194,6 +199,7 @@ Plan Plan::Build(const Inventory& inventory, const Catalog& catalog, PlanScope s
       item.reboot = step->reboot;
       item.restarts = step->restarts;
       plan.items_.push_back(std::move(item));
+      item_nodes.push_back(&node);
     }
   }
   // Edges after every item exists, since cross-node ones point anywhere.
@@ -204,6 +210,9 @@ Plan Plan::Build(const Inventory& inventory, const Catalog& catalog, PlanScope s
   for (auto& item : plan.items_) {
     const Step* step = catalog.Find(item.step);
     for (const auto& dep : step->depends) {
+      if (dep.unless && ConditionHolds(*dep.unless, *item_nodes[item.id], inventory)) {
+        continue;
+      }
       if (!dep.on_role) {
         if (const PlanItem* other = plan.Find(item.node, dep.step)) {
           item.after.push_back(other->id);

@@ -149,28 +149,34 @@ TEST_F(GpuStackLabTest, StackFabricAndMonitoringConvergeOnBothFamilies) {
 }
 
 TEST_F(GpuStackLabTest, CheckNamesADownIbPortOnEachFamily) {
-  ASSERT_EQ(Shell(lab_->Tool("fault worker1 ib-down=mlx5_0") + " 2>&1").status, 0);
+  // mlx5_1's cable pulled on both: on worker1, the subnet manager
+  // (fabric.subnet_manager), its OpenSM on that port manages nothing either.
+  ASSERT_EQ(Shell(lab_->Tool("fault worker1 ib-down=mlx5_1") + " 2>&1").status, 0);
   ASSERT_EQ(Shell(lab_->Tool("fault worker2 ib-down=mlx5_1") + " 2>&1").status, 0);
   const Result check = Gpuctl("check");
   EXPECT_EQ(check.status, 2) << check.out;
-  EXPECT_NE(check.out.find("worker1: mlx5_0 port 1: State Down (want Active) (ib.ofed)"),
+  EXPECT_NE(check.out.find("worker1: mlx5_1 port 1: State Down (want Active) (ib.ofed)"),
             std::string::npos)
       << check.out;
   EXPECT_NE(check.out.find("worker2: mlx5_1 port 1: State Down (want Active) (ib.ofed)"),
             std::string::npos)
       << check.out;
-  EXPECT_NE(check.out.find("2 mismatches"), std::string::npos) << check.out;
+  EXPECT_NE(check.out.find("worker1: mlx5_1 port 1: State Down: the OpenSM bound to it manages "
+                           "nothing (ib.subnet-manager)"),
+            std::string::npos)
+      << check.out;
+  EXPECT_NE(check.out.find("3 mismatches"), std::string::npos) << check.out;
 
   // plan gives the same verdict (issue: it used to say "= ib.ofed ok" here),
   // marked as something apply cannot fix; with a GPU gone from worker1 too.
-  ASSERT_EQ(Shell(lab_->Tool("fault worker1 ib-down=mlx5_0 gpu-missing=1") + " 2>&1").status, 0);
+  ASSERT_EQ(Shell(lab_->Tool("fault worker1 ib-down=mlx5_1 gpu-missing=1") + " 2>&1").status, 0);
   const Result plan = Gpuctl("plan");
   EXPECT_EQ(plan.status, 0) << "nothing apply could change\n" << plan.out;
   for (const std::string& line :
-       {std::string("! ib.ofed                        apply cannot fix: mlx5_0 port 1: State Down "
+       {std::string("! ib.ofed                        apply cannot fix: mlx5_1 port 1: State Down "
                     "(want Active)"),
-        std::string("! ib.ofed                        apply cannot fix: mlx5_1 port 1: State Down "
-                    "(want Active)"),
+        std::string("! ib.subnet-manager              apply cannot fix: mlx5_1 port 1: State "
+                    "Down: the OpenSM bound to it manages nothing"),
         std::string("! gpu.driver                     apply cannot fix: 7 of 8 GPUs visible")}) {
     EXPECT_NE(plan.out.find(line), std::string::npos) << line << "\n" << plan.out;
   }

@@ -430,7 +430,10 @@ TEST_F(KubernetesLabTest, InitCniJoinReadyOperatorOnAptAndDnfWorkersThenNothingT
   EXPECT_EQ(removal["worker1"], (std::set<std::string>{"~ k8s.leave", "~ nfs.leave"}))
       << removal_plan.out;
   EXPECT_EQ(removal["master1"].count("~ k8s.forget-nodes"), 1U) << removal_plan.out;
-  EXPECT_EQ(removal["worker2"], (std::set<std::string>{"~ os.hosts"})) << removal_plan.out;
+  // worker2 takes over worker1's subnet-manager duty: OpenSM installed and
+  // started there (dnf).
+  EXPECT_EQ(removal["worker2"], (std::set<std::string>{"~ os.hosts", "~ ib.subnet-manager"}))
+      << removal_plan.out;
   const Result remove = GpuctlOn("apply --yes --run-dir " + RunDir("remove"), removed);
   ASSERT_EQ(remove.status, 0) << remove.out;
   EXPECT_EQ(test::DisruptedNodes(RunDir("remove")), std::set<std::string>{"worker1"});

@@ -215,6 +215,82 @@ TEST_F(SlurmLabTest, AptAndDnfWorkersGoIdleWithGpusRunJobsAndKeepTheKeySecret) {
   EXPECT_EQ(check.status, 0) << check.out;
   EXPECT_NE(check.out.find(", 0 mismatches, 0 unreachable"), std::string::npos) << check.out;
 
+  // The lab's IB switches run no subnet manager (issue 11, item 3): OpenSM
+  // on worker1 (fabric.subnet_manager), one instance per port, brought
+  // worker2's ports up, and GPUDirect RDMA's nvidia-peermem is loaded on
+  // both workers.
+  const auto sm_guid = [&](const std::string& node) {
+    const std::string out = lab_->Ssh(node, "sminfo -C mlx5_0 -P 1 2>&1").out;
+    const auto at = out.find("sm guid ");
+    return at == std::string::npos ? out : out.substr(at + 8, out.find(',', at) - at - 8);
+  };
+  const auto port_guid = [&](const std::string& node) {
+    return Trim(lab_->Ssh(node, "ibstat mlx5_0 | awk '/Port GUID/ { print $3 }'").out);
+  };
+  const std::string w1_guid = port_guid("worker1");
+  const std::string w2_guid = port_guid("worker2");
+  EXPECT_EQ(sm_guid("worker2"), w1_guid);
+  EXPECT_EQ(Trim(lab_->Ssh("worker1",
+                           "systemctl is-active gpuctl-opensm@mlx5_0-1 "
+                           "gpuctl-opensm@mlx5_1-1 | sort -u")
+                     .out),
+            "active");
+  for (const char* node : {"worker1", "worker2"}) {
+    EXPECT_NE(lab_->Ssh(node, "lsmod").out.find("\nnvidia_peermem "), std::string::npos) << node;
+  }
+  // Its OpenSM stopped, no subnet manager answers: worker2's ports fall back
+  // to Initializing, and check names what is missing on both nodes.
+  ASSERT_EQ(lab_->Ssh("worker1", "systemctl stop 'gpuctl-opensm@*'").status, 0);
+  const Result no_sm = Gpuctl("check", Inventory());
+  EXPECT_NE(no_sm.status, 0) << no_sm.out;
+  EXPECT_NE(no_sm.out.find("worker2: mlx5_0 port 1: State Initializing: no subnet manager "
+                           "answers on its fabric yet (OpenSM on worker1) (ib.ofed)"),
+            std::string::npos)
+      << no_sm.out;
+  EXPECT_NE(no_sm.out.find("worker1: OpenSM on mlx5_0 port 1 (gpuctl-opensm@mlx5_0-1) is not "
+                           "running (ib.subnet-manager)"),
+            std::string::npos)
+      << no_sm.out;
+  // A standby on worker2 (dnf): apply starts worker1's OpenSM again and
+  // installs worker2's; with worker1's stopped, the standby is master and
+  // the ports stay Active; back, worker1's (priority 15) is master again.
+  const std::string standby = (fs::path(lab_->Env("LAB_STATE")) / "with-standby.yaml").string();
+  ASSERT_EQ(Shell("sed 's/^  subnet_manager: worker1$/&\\n  subnet_manager_standby: worker2/' " +
+                  Quote(Inventory()) + " > " + Quote(standby))
+                .status,
+            0);
+  ASSERT_NE(ReadFile(standby).find("subnet_manager_standby: worker2"), std::string::npos);
+  const Result with_standby = Gpuctl("apply --yes --run-dir " + RunDir("standby"), standby);
+  EXPECT_EQ(with_standby.status, 0) << with_standby.out;
+  EXPECT_EQ(sm_guid("worker2"), w1_guid);
+  ASSERT_EQ(lab_->Ssh("worker1", "systemctl stop 'gpuctl-opensm@*'").status, 0);
+  EXPECT_EQ(sm_guid("worker1"), w2_guid) << "the standby took over";
+  EXPECT_NE(lab_->Ssh("worker1", "ibstat mlx5_0").out.find("State: Active"), std::string::npos);
+  ASSERT_EQ(
+      lab_->Ssh("worker1", "systemctl start gpuctl-opensm@mlx5_0-1 gpuctl-opensm@mlx5_1-1").status,
+      0);
+  EXPECT_TRUE(PollUntil(std::chrono::seconds(30), [&] { return sm_guid("worker2") == w1_guid; }));
+
+  // GPUDirect RDMA on a node whose driver was built before OFED (issue 11,
+  // item 2): its nvidia-peermem refuses to load, and apply rebuilds the
+  // driver's DKMS module against OFED and loads it.
+  ASSERT_EQ(lab_->Ssh("worker1",
+                      "set -e; k=$(uname -r); v=$(dkms status -m nvidia -k $k | sed "
+                      "'s|^nvidia/||; s|,.*||'); mv /usr/src/ofa_kernel /usr/src/ofa_kernel.away; "
+                      "dkms remove nvidia/$v -k $k >/dev/null; dkms install nvidia/$v -k $k "
+                      ">/dev/null; mv /usr/src/ofa_kernel.away /usr/src/ofa_kernel; modprobe -r "
+                      "nvidia-peermem")
+                .status,
+            0);
+  EXPECT_EQ(lab_->Ssh("worker1", "modprobe nvidia-peermem 2>&1").out,
+            "modprobe: ERROR: could not insert 'nvidia_peermem': Invalid argument\n");
+  const Result rebuilt = Gpuctl("apply --yes --run-dir " + RunDir("peermem"), standby);
+  EXPECT_EQ(rebuilt.status, 0) << rebuilt.out;
+  // The module DKMS installed for the running kernel is now built against OFED.
+  EXPECT_EQ(Trim(lab_->Ssh("worker1", "grep -rhx 'peer memory: .*' /lib/modules/$(uname -r)").out),
+            "peer memory: MLNX_OFED 24.01-0.3.3.1");
+  EXPECT_NE(lab_->Ssh("worker1", "lsmod").out.find("\nnvidia_peermem "), std::string::npos);
+
   // NFS (playbooks/50-storage.yaml; the lab simulates the transport,
   // docs/lab.md): the real exportfs lists the export for the lab's subnet
   // only, each client has the fstab line and the mount, and a file written

@@ -20,8 +20,9 @@ using StepsByNode = std::map<std::string, std::set<std::string>>;
 // Writes `inventory` without the node `name` to `out` (`absent`: with the
 // node kept and marked `state: absent`, as an admin removes one), and
 // without the Slurm partitions that named only it; partitions that named it
-// beside others lose it. python3-yaml, as the lab itself reads and writes
-// YAML.
+// beside others lose it. Its subnet-manager duty goes to the standby (else
+// to another IB node), as an admin moves it before the node leaves. python3-yaml, as the lab itself
+// reads and writes YAML.
 inline Result WriteWithoutNode(const std::string& inventory, const std::string& out,
                                const std::string& name, bool absent = false) {
   static constexpr const char* kScript = R"PY(
@@ -45,6 +46,18 @@ for p in slurm.get("partitions", []):
     kept.append(p)
 if "partitions" in slurm:
     slurm["partitions"] = kept
+fabric = doc.get("fabric") or {}
+if fabric.get("subnet_manager_standby") == name:
+    del fabric["subnet_manager_standby"]
+if fabric.get("subnet_manager") == name:
+    # The standby, else the first other IB node that stays.
+    heir = fabric.pop("subnet_manager_standby", None) or next(
+        (n["name"] for n in doc["nodes"] if n["name"] != name and n.get("state") != "absent"
+         and (n.get("hardware") or {}).get("ib")), None)
+    if heir:
+        fabric["subnet_manager"] = heir
+    else:
+        del fabric["subnet_manager"]
 with open(target, "w") as f:
     yaml.safe_dump(doc, f, sort_keys=False)
 )PY";

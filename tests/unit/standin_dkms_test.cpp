@@ -98,6 +98,28 @@ TEST_F(DkmsStandin, InstallForTheRunningKernelPutsPlaceholdersWhereTheDistributi
   }
 }
 
+TEST_F(DkmsStandin, PeermemRecordsWhetherOfedsSymbolsWereThereAtBuildTime) {
+  Release("2.8.7");
+  const std::string peermem = Installed(false, running_, "nvidia-peermem");
+  ASSERT_EQ(Dkms("install nvidia/550.54.14").status, 0);
+  EXPECT_NE(ReadFile(node_.root() / peermem)
+                .find("peer memory: none (built without MLNX_OFED's ib_core symbols)"),
+            std::string::npos);
+  // OFED installed afterwards changes nothing until the module is rebuilt.
+  node_.Write("usr/src/ofa_kernel/default/Module.symvers",
+              "0x1\tib_register_peer_memory_client\tdrivers/infiniband/core/ib_core\t"
+              "EXPORT_SYMBOL\t\n");
+  node_.Write("usr/lib/gpuctl-lab/ofed-release", "24.01-0.3.3.1\n");
+  ASSERT_EQ(Dkms("install nvidia/550.54.14").status, 0);
+  EXPECT_EQ(ReadFile(node_.root() / peermem).find("MLNX_OFED 24"), std::string::npos);
+  ASSERT_EQ(Dkms("remove nvidia/550.54.14 -k " + running_).status, 0);
+  ASSERT_EQ(Dkms("install nvidia/550.54.14 -k " + running_).status, 0);
+  EXPECT_NE(ReadFile(node_.root() / peermem).find("peer memory: MLNX_OFED 24.01-0.3.3.1"),
+            std::string::npos);
+  EXPECT_EQ(ReadFile(node_.root() / Installed(false, running_, "nvidia")).find("peer memory"),
+            std::string::npos);
+}
+
 TEST_F(DkmsStandin, AKernelWithoutHeadersGetsTheRealError) {
   const std::string k = kNext;
   node_.Write("lib/modules/" + k + "/modules.dep", "");  // the image, not its headers

@@ -1,9 +1,18 @@
-// The lab's InfiniBand tools (ibstat, ibv_devinfo, ibdev2netdev) answer in the
-// real formats for the profile's IB_PORTS, and a port named by ib-down is down.
-#include <gtest/gtest.h>
+// The lab's InfiniBand tools (ibstat, ibv_devinfo, ibdev2netdev, sminfo)
+// answer in the real formats for the profile's IB_PORTS, and a port named by
+// ib-down is down. A port whose link is up is Initializing until a subnet
+// manager answers on its rail: a switch's, or an OpenSM stand-in holding its
+// entry in the lab's fabric directory.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <unistd.h>
 
+#include <chrono>
+#include <functional>
 #include <regex>
 #include <string>
+#include <thread>
 
 #include "standin_node.h"
 
@@ -13,6 +22,19 @@ namespace {
 constexpr const char* kIbstat = "mlnx-ofed/root/usr/sbin/ibstat";
 constexpr const char* kDevinfo = "mlnx-ofed/root/usr/bin/ibv_devinfo";
 constexpr const char* kNetdev = "mlnx-ofed/root/usr/bin/ibdev2netdev";
+constexpr const char* kSminfo = "mlnx-ofed/root/usr/sbin/sminfo";
+constexpr const char* kOpensm = "opensm/root/usr/sbin/opensm";
+constexpr const char* kFabric = "srv/gpuctl-lab-ib";
+
+// Polls `done` until it holds or 20 s pass.
+bool PollFor(const std::function<bool()>& done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return done();
+}
 
 class IbStandin : public ::testing::Test {
  protected:
@@ -21,6 +43,14 @@ class IbStandin : public ::testing::Test {
     node_.Profile(
         "LAB_NODE=gpu-01\nIB_PORTS=\"mlx5_0:1:200:Active mlx5_1:1:200:Active\"\n"
         "FAULTS=\"ib-down=mlx5_1\"\n");
+    // A managed switch's subnet manager, as the lab writes it.
+    node_.Write(std::string(kFabric) + "/switch-sm", "15 0c42a1030099aa01 1 switch-sm\n");
+  }
+  // The state ibstat gives `device`'s port 1.
+  std::string State(const std::string& device) const {
+    const std::string out = node_.Run(kIbstat, device).out;
+    const auto at = out.find("State: ");
+    return at == std::string::npos ? "" : out.substr(at + 7, out.find('\n', at) - at - 7);
   }
   StandinNode node_;
 };
@@ -60,6 +90,68 @@ TEST_F(IbStandin, DevinfoAndNetdevShowPortStates) {
   EXPECT_NE(info.out.find("\t\t\tlink_layer:\t\tInfiniBand\n"), std::string::npos);
   EXPECT_EQ(node_.Run(kNetdev, "").out,
             "mlx5_0 port 1 ==> ib0 (Up)\nmlx5_1 port 1 ==> ib1 (Down)\n");
+}
+
+TEST_F(IbStandin, PortsStayInitializingUntilASubnetManagerAnswers) {
+  std::filesystem::remove(node_.root() / kFabric / "switch-sm");
+  node_.Profile("LAB_NODE=gpu-01\nIB_PORTS=\"mlx5_0:1:200:Active mlx5_1:1:200:Active\"\n");
+  const std::string out = node_.Run(kIbstat, "mlx5_0").out;
+  EXPECT_NE(out.find("\t\tState: Initializing\n\t\tPhysical state: LinkUp\n\t\tRate: 200\n"
+                     "\t\tBase lid: 0\n\t\tLMC: 0\n\t\tSM lid: 0\n"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(node_.Run(kDevinfo, "").out.find("\t\t\tstate:\t\t\tPORT_INIT (2)\n"),
+            std::string::npos);
+  RunResult sm = node_.Run(kSminfo, "-C mlx5_0 -P 1", /*with_stderr=*/true);
+  EXPECT_EQ(sm.status, 255);
+  EXPECT_EQ(sm.out, "sminfo: iberror: failed: can't resolve sm port (null)\n");
+
+  // An OpenSM on another node of rail mlx5_0 holds its entry: that rail's
+  // ports go Active with its LID as SM lid; the other rail waits on.
+  const std::filesystem::path entry = node_.root() / kFabric / "mlx5_0" / "0c42a1030000beef";
+  std::filesystem::create_directories(entry.parent_path());
+  const int fd = open(entry.c_str(), O_RDWR | O_CREAT, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(flock(fd, LOCK_EX), 0);
+  const std::string line = "15 0c42a1030000beef 7 gpu-02\n";
+  ASSERT_EQ(write(fd, line.data(), line.size()), static_cast<ssize_t>(line.size()));
+  EXPECT_EQ(State("mlx5_0"), "Active");
+  EXPECT_NE(node_.Run(kIbstat, "mlx5_0").out.find("\t\tSM lid: 7\n"), std::string::npos);
+  EXPECT_EQ(State("mlx5_1"), "Initializing");
+  sm = node_.Run(kSminfo, "-C mlx5_0 -P 1");
+  EXPECT_EQ(sm.status, 0);
+  EXPECT_TRUE(std::regex_match(sm.out, std::regex("sminfo: sm lid 7 sm guid 0x0c42a1030000beef, "
+                                                  "activity count \\d+ priority 15 state 3 "
+                                                  "SMINFO_MASTER\n")))
+      << sm.out;
+  EXPECT_EQ(node_.Run(kNetdev, "").out,
+            "mlx5_0 port 1 ==> ib0 (Up)\nmlx5_1 port 1 ==> ib1 (Down)\n");
+  // Its process gone, the lock goes with it: the entry no longer answers.
+  close(fd);
+  EXPECT_EQ(State("mlx5_0"), "Initializing");
+}
+
+TEST_F(IbStandin, OpenSmManagesItsPortsRailWhileItRuns) {
+  std::filesystem::remove(node_.root() / kFabric / "switch-sm");
+  node_.Profile("LAB_NODE=gpu-01\nIB_PORTS=\"mlx5_0:1:200:Active mlx5_1:1:200:Active\"\n");
+  const std::string guid = [&] {
+    const std::string out = node_.Run(kIbstat, "mlx5_1").out;
+    const auto at = out.find("Port GUID: ");
+    return out.substr(at + 11, 18);
+  }();
+  ASSERT_EQ(guid.rfind("0x0c42a103", 0), 0U) << guid;
+  const std::string log = (node_.root() / "opensm.log").string();
+  const RunResult started =
+      node_.Run(kOpensm, "-g " + guid + " -p 14 -f " + log + " >/dev/null 2>&1 & echo $!");
+  const pid_t pid = std::stoi(started.out);
+  EXPECT_TRUE(PollFor([&] { return State("mlx5_1") == "Active"; }));
+  EXPECT_EQ(State("mlx5_0"), "Initializing") << "OpenSM binds one port, one rail";
+  const RunResult sm = node_.Run(kSminfo, "-C mlx5_1 -P 1");
+  EXPECT_NE(sm.out.find("sm guid " + guid + ", "), std::string::npos) << sm.out;
+  EXPECT_NE(sm.out.find(" priority 14 state 3 SMINFO_MASTER"), std::string::npos) << sm.out;
+  EXPECT_NE(ReadFile(log).find("SUBNET UP"), std::string::npos) << ReadFile(log);
+  ASSERT_EQ(kill(pid, SIGTERM), 0);
+  EXPECT_TRUE(PollFor([&] { return State("mlx5_1") == "Initializing"; }));
 }
 
 TEST_F(IbStandin, NoPortsMeansNoDevices) {

@@ -35,6 +35,10 @@ class PerftestStandin : public ::testing::Test {
     port_ = std::to_string(20000 + getpid() % 20000);
     server_.Profile("LAB_NODE=w1\nIB_PORTS=\"mlx5_0:1:200:Active mlx5_1:1:200:Active\"\n");
     client_.Profile("LAB_NODE=w2\nIB_PORTS=\"mlx5_0:1:400:Active mlx5_1:1:400:Active\"\n");
+    // The fabric's subnet manager: a managed switch's, as the lab writes it.
+    for (const StandinNode* node : {&server_, &client_}) {
+      node->Write("srv/gpuctl-lab-ib/switch-sm", "15 0c42a1030099aa01 1 switch-sm\n");
+    }
   }
   // Starts the server in the background, then the client, retrying while the
   // server does not listen yet (a bounded poll); prints the client's output,
@@ -86,6 +90,11 @@ TEST_F(PerftestStandin, ADownPortFailsWithPerftestsMessage) {
   const RunResult r = server_.Run(kSendBw, "-d mlx5_0 --report_gbits", true);
   EXPECT_EQ(r.status, 1);
   EXPECT_EQ(Lines(r.out).at(0), " Port number 1 state is Down") << r.out;
+  // A port whose link is up but which no subnet manager brought up.
+  std::filesystem::remove(client_.root() / "srv/gpuctl-lab-ib/switch-sm");
+  const RunResult init = client_.Run(kSendBw, "-d mlx5_1 --report_gbits", true);
+  EXPECT_EQ(init.status, 1);
+  EXPECT_EQ(Lines(init.out).at(0), " Port number 1 state is Initializing") << init.out;
   const RunResult missing = server_.Run(kSendBw, "-d mlx5_7", true);
   EXPECT_EQ(missing.status, 1);
   EXPECT_EQ(Lines(missing.out).at(0), "IB device mlx5_7 not found") << missing.out;

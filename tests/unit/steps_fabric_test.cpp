@@ -96,6 +96,81 @@ TEST_F(OfedVerify, NamesTheReleaseOpenibdAndAFailingIbstat) {
             "or directory\n");
 }
 
+// w (two ports) and a peer p on its fabric; `sm` names fabric.subnet_manager
+// ("" : the switches run the subnet manager).
+std::string SmInventory(const std::string& sm) {
+  std::string text = FabricInventory(kTwoPorts) +
+                     "  - name: p\n    address: 198.18.0.3\n    os: ubuntu-22.04\n"
+                     "    roles: [worker]\n    hardware:\n"
+                     "      ib: [{device: mlx5_0, port: 1, rate: 200}]\n";
+  return sm.empty() ? text : text + "fabric:\n  subnet_manager: " + sm + "\n";
+}
+
+TEST_F(OfedVerify, AnInitializingPortNamesTheMissingSubnetManager) {
+  StepHarness h(SmInventory(""));
+  Node(h, "ib/ibstat-2port-initializing.txt", "24.01-0.3.3.1");
+  EXPECT_EQ(h.Probe("ib.ofed", "w").status, 0) << "no subnet manager to wait for";
+  const auto run = h.Verify("ib.ofed", "w");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.out,
+            "mlx5_0 port 1: State Initializing: no subnet manager answers on its fabric (enable "
+            "the switches' subnet manager, or name a node in fabric.subnet_manager to run "
+            "OpenSM)\n");
+}
+
+TEST_F(OfedVerify, WithASubnetManagerNamedItWaitsForItsOpenSm) {
+  StepHarness h(SmInventory("p"));
+  Node(h, "ib/ibstat-2port-initializing.txt", "24.01-0.3.3.1");
+  const auto probe = h.Probe("ib.ofed", "w");
+  EXPECT_EQ(probe.status, 3) << "known after ib.subnet-manager runs on p";
+  EXPECT_EQ(probe.out,
+            "mlx5_0 port 1: State Initializing: no subnet manager answers on its fabric yet "
+            "(OpenSM on p)\n");
+  const auto run = h.Verify("ib.ofed", "w");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.out,
+            "mlx5_0 port 1: State Initializing: no subnet manager answers on its fabric "
+            "(fabric.subnet_manager: p; is OpenSM running there?)\n");
+
+  // On the subnet manager itself its own OpenSM, next, brings the ports up
+  // and checks them.
+  StepHarness own(SmInventory("w"));
+  Node(own, "ib/ibstat-2port-initializing.txt", "24.01-0.3.3.1");
+  EXPECT_EQ(own.Probe("ib.ofed", "w").status, 0);
+  const auto own_run = own.Verify("ib.ofed", "w");
+  EXPECT_EQ(own_run.status, 0) << own_run.out;
+}
+
+TEST(SubnetManager, ProbeSaysWhatIsMissing) {
+  StepHarness h(SmInventory("w"));
+  h.Stub("dpkg-query", "exit 1");
+  const auto run = h.Probe("ib.subnet-manager", "w");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_NE(run.out.find("opensm"), std::string::npos) << run.out;
+}
+
+TEST(Peermem, ProbeWantsItListedForBootAndLoaded) {
+  StepHarness h(FabricInventory(kTwoPorts));
+  auto run = h.Probe("gpu.peermem", "w");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.out,
+            "/etc/modules-load.d/gpuctl-peermem.conf is missing or differs: nvidia-peermem would "
+            "not load at boot\n");
+  if (const std::string why = StepHarness::CanFakeFiles(); !why.empty()) GTEST_SKIP() << why;
+  h.File("/etc/modules-load.d/gpuctl-peermem.conf", "nvidia-peermem\n");
+  h.StubOutput("lsmod", "Module                  Size  Used by\nnvidia_uvm           4956160  0\n");
+  run = h.Probe("gpu.peermem", "w");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.out,
+            "nvidia_peermem is not loaded (lsmod): NCCL falls back to staging GPU data through "
+            "host memory\n");
+  h.StubOutput("lsmod",
+               "Module                  Size  Used by\nnvidia_peermem         16384  0\n"
+               "nvidia_uvm           4956160  0\n");
+  run = h.Probe("gpu.peermem", "w");
+  EXPECT_EQ(run.status, 0) << run.out;
+}
+
 TEST(NcclEnv, SocketInterfaceIsTheOneHoldingTheNodeAddress) {
   StepHarness h(FabricInventory(kTwoPorts, "10.20.1.11"));
   h.Stub("ip", "case \"$*\" in *'addr show to 10.20.1.11'*) cat '" +

@@ -28,14 +28,6 @@ inline constexpr int kProbeUnknown = 3;      // cannot tell until an earlier ste
 // becomes when the step's verification then fails (prober.h, VerdictScript).
 inline constexpr int kProbeAttention = 4;
 
-// A dependency on another step: on the same node, or on every node holding
-// `role` (cross-node, e.g. a worker's join waits for the master's init).
-struct StepDependency {
-  std::string step;
-  std::optional<Role> on_role;  // empty: same node
-  SourceLocation where;
-};
-
 // A value a step's scripts read from another node when the step runs: the
 // master's join command, its munge key, its SSH public key. Fetched at the
 // moment it is needed, so nothing made on one node is ever stored by gpuctl.
@@ -72,10 +64,26 @@ enum class StepCondition {
   kHoldKernel,       // kernel_modules, and policy.hold_kernel (the default)
   kLeavingNodes,     // some node of the inventory has state: absent
   kResetPackages,    // `gpuctl reset --packages`: the packages gpuctl installed go too
+  kSubnetManager,    // this node runs OpenSM (fabric.subnet_manager or its standby)
 };
 
 // The name a playbook's `when` uses for a condition ("has_gpus").
 std::string_view ToString(StepCondition condition);
+
+// Whether `condition` holds for `node` of `inventory`.
+bool ConditionHolds(StepCondition condition, const Node& node, const Inventory& inventory);
+
+// A dependency on another step: on the same node, or on every node holding
+// `role` (cross-node, e.g. a worker's join waits for the master's init).
+struct StepDependency {
+  std::string step;
+  std::optional<Role> on_role;  // empty: same node
+  SourceLocation where;
+  // The dependency does not hold on a node where this condition holds: every
+  // IB node's ib.ofed waits for the subnet managers' OpenSM, except on those
+  // nodes themselves, whose OpenSM needs their OFED first.
+  std::optional<StepCondition> unless = std::nullopt;
+};
 
 struct Step {
   std::string id;  // "gpu.driver"

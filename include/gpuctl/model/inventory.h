@@ -223,6 +223,21 @@ struct RepositoryOverride {
   std::string fingerprint;  // pinned key, 40 upper-case hex digits
 };
 
+// Who brings the InfiniBand fabric up. A fabric without a managed switch has
+// no subnet manager: until one runs, every port stays Initializing and no
+// RDMA traffic flows. These nodes then run OpenSM (ib.subnet-manager), the
+// standby at a lower priority, taking over when the first stops. Empty: the
+// switches run the subnet manager.
+struct Fabric {
+  std::string subnet_manager;          // node name
+  std::string subnet_manager_standby;  // node name; empty: none
+};
+
+// OpenSM's priority (0-15; the highest answering one is master) on the
+// inventory's subnet manager and on its standby.
+inline constexpr int kSubnetManagerPriority = 15;
+inline constexpr int kStandbySubnetManagerPriority = 14;
+
 // The registries gpuctl can point at a mirror, in the order docs list them.
 const std::vector<std::string>& MirrorableRegistries();
 
@@ -241,6 +256,7 @@ struct Inventory {
   Network network;
   std::optional<Nfs> nfs;
   std::optional<Slurm> slurm;
+  Fabric fabric;
   Policy policy;
   Mirrors mirrors;
   std::map<std::string, RepositoryOverride> repositories;  // by repository name
@@ -263,6 +279,8 @@ struct Inventory {
   // The node serving NFS: nfs.server, else the first storage node, else the
   // master; nullptr without an nfs block.
   [[nodiscard]] const Node* NfsServer() const;
+  // OpenSM's priority on `node` (kSubnetManagerPriority, ...); 0: it runs none.
+  [[nodiscard]] int SubnetManagerPriority(const Node& node) const;
   // Whether some node is leaving (state: absent).
   [[nodiscard]] bool HasLeavingNodes() const;
 };

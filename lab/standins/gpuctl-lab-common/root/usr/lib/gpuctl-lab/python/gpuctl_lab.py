@@ -10,6 +10,7 @@ Environment (for tests): GPUCTL_LAB_PROFILE overrides the profile path;
 GPUCTL_LAB_ROOT prefixes every other node path (default /).
 """
 
+import fcntl
 import hashlib
 import os
 import shlex
@@ -18,6 +19,7 @@ import stat
 PROFILE_PATH = "/etc/gpuctl-lab/profile.env"
 NVIDIA_LIB_DIR = "/usr/lib/gpuctl-lab/nvidia"  # version files the packages ship
 NVIDIA_RUN_DIR = "/run/gpuctl-lab/nvidia"  # tmpfs: what this boot loaded
+FABRIC_DIR = "/srv/gpuctl-lab-ib"  # the lab's IB fabric, shared by its nodes
 MODPROBE_DIRS = ("/etc/modprobe.d", "/usr/lib/modprobe.d", "/lib/modprobe.d", "/run/modprobe.d")
 
 
@@ -93,6 +95,94 @@ class IbPort:
         self.port = port
         self.rate = rate
         self.active = state.lower() == "active"
+
+
+# --- the InfiniBand fabric ----------------------------------------------------
+#
+# A port whose link is up stays Initializing until a subnet manager on its
+# fabric gives it a LID and sets it Active. The lab's fabric is one switch
+# per rail: the ports of one device name (mlx5_0 on every node) share one.
+# FABRIC_DIR is the same directory in every node of a lab. A managed
+# switch's subnet manager is the file switch-sm there (the lab writes it when
+# the inventory names no subnet manager); an OpenSM stand-in holds an
+# exclusive flock on <rail>/<its GUID> while it runs, so one that stopped,
+# crashed or went down with its node stops answering at once.
+
+
+def port_guid(node, device):
+    """A port's GUID (16 hex digits): Mellanox's OUI, then a per-node tail."""
+    return "0c42a10300" + stable_hex(node, "ib", device, length=6)
+
+
+def port_lid(node, device):
+    return 1 + stable_int(node, "lid", device) % 1000
+
+
+class SubnetManager:
+    def __init__(self, priority, guid, lid, node, since):
+        self.priority = priority
+        self.guid = guid
+        self.lid = lid
+        self.node = node
+        self.since = since
+
+
+def _sm_from(text, since):
+    fields = (text or "").split()
+    if len(fields) < 4:
+        return None
+    return SubnetManager(_int(fields[0], 0), fields[1], _int(fields[2], 0), fields[3], since)
+
+
+def live_subnet_managers(rail):
+    """The subnet managers answering on a rail's fabric."""
+    found = []
+    switch = node_path(f"{FABRIC_DIR}/switch-sm")
+    if os.path.exists(switch):
+        sm = _sm_from(read_text(f"{FABRIC_DIR}/switch-sm"), os.path.getmtime(switch))
+        if sm:
+            found.append(sm)
+    directory = node_path(f"{FABRIC_DIR}/{rail}")
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        names = []
+    for name in names:
+        try:
+            fd = os.open(os.path.join(directory, name), os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                continue  # nobody holds it: that OpenSM is gone
+            except BlockingIOError:
+                pass
+            sm = _sm_from(os.read(fd, 512).decode(errors="replace"), os.fstat(fd).st_mtime)
+            if sm:
+                found.append(sm)
+        finally:
+            os.close(fd)
+    return found
+
+
+def master_subnet_manager(rail):
+    """The master: the highest priority, then the lowest GUID (IBA 14.4.1)."""
+    sms = live_subnet_managers(rail)
+    return min(sms, key=lambda sm: (-sm.priority, sm.guid)) if sms else None
+
+
+def hold_subnet_manager(rail, priority, guid, lid, node):
+    """What an OpenSM stand-in does while it runs: hold its entry's lock. The
+    returned descriptor must stay open; closing it (or dying) lets go."""
+    path = node_path(f"{FABRIC_DIR}/{rail}/{guid}")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{priority} {guid} {lid} {node}\n".encode())
+    os.fsync(fd)
+    return fd
 
 
 def _int(text, default):
