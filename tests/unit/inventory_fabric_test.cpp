@@ -197,6 +197,16 @@ TEST_F(FabricPlanTest, OfedComesBeforeTheDriverAndPeermemAfterBoth) {
   EXPECT_TRUE(waits(peermem, driver));
   EXPECT_TRUE(waits(peermem, ofed));
   EXPECT_LT(ofed->id, driver->id) << "the node's items run in this order";
+  // Blacklisting nouveau and the driver, both followed by a reboot, stay next
+  // to each other, so the node reboots once for both.
+  const PlanItem* nouveau = plan.Find("w2", "gpu.nouveau-blacklist");
+  ASSERT_NE(nouveau, nullptr);
+  EXPECT_LT(ofed->id, nouveau->id);
+  const auto& items = plan.ItemsOf("w2");
+  const auto at = std::find(items.begin(), items.end(), nouveau->id);
+  ASSERT_NE(at, items.end());
+  ASSERT_NE(at + 1, items.end());
+  EXPECT_EQ(*(at + 1), driver->id);
   // Not without IB.
   EXPECT_EQ(plan.Find("c1", "gpu.peermem"), nullptr);
 }
