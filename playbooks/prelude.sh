@@ -618,6 +618,42 @@ pkg_release() {
   esac
 }
 
+# ib_read: sets ib_table to one line per port ibstat shows, "CA PORT STATE
+# RATE GUID", from one ibstat for every question a script asks about ports.
+# Fails when ibstat does, ib_table empty and its first line in ib_err.
+ib_read() {
+  ib_table='' ib_err=''
+  if ! _ibo=$(ibstat 2>&1); then
+    ib_err=${_ibo%%"
+"*}
+    return 1
+  fi
+  ib_table=$(printf '%s\n' "$_ibo" | awk '
+    /^CA / { ca = $2; gsub(/\047/, "", ca) }
+    /^[ \t]+Port [0-9]+:/ { p = $2; sub(/:/, "", p); k = ca " " p; n[++c] = k
+      st[k] = "?"; rt[k] = "?"; g[k] = "?" }
+    /^[ \t]+State:/ { st[k] = $2 }
+    /^[ \t]+Rate:/ { rt[k] = $2 }
+    /^[ \t]+Port GUID:/ { g[k] = $3 }
+    END { for (i = 1; i <= c; i++) print n[i], st[n[i]], rt[n[i]], g[n[i]] }')
+}
+
+# ib_port CA PORT: sets ib_state, ib_rate and ib_guid from ib_table (ib_read),
+# with the shell's read (no process); fails, all three empty, for a port
+# ibstat did not show.
+ib_port() {
+  ib_state='' ib_rate='' ib_guid=''
+  while read -r _ic _ip _is _ir _ig; do
+    if [ "$_ic" = "$1" ] && [ "$_ip" = "$2" ]; then
+      ib_state=$_is ib_rate=$_ir ib_guid=$_ig
+      return 0
+    fi
+  done <<EOF
+$ib_table
+EOF
+  return 1
+}
+
 # ofed_pkgs FUNCTION: calls FUNCTION (pkg_unheld, pkg_release) with the
 # patterns of MLNX OFED's packages: its metapackage, its kernel modules'
 # packages and their DKMS sources, its scripts, under OFED's own names on
