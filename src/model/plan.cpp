@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <set>
 #include <utility>
 
 #include <fmt/format.h>
@@ -25,11 +26,29 @@ constexpr std::array<std::pair<ItemState, const char*>, 10> kStateNames{{
     {ItemState::kBlocked, "blocked"},
 }};
 
+// Steps some step on other nodes waits for (a dependency with `on:`).
+std::set<std::string> AwaitedByOtherNodes(const Catalog& catalog) {
+  std::set<std::string> awaited;
+  for (const auto& step : catalog.steps()) {
+    for (const auto& d : step.depends) {
+      if (d.on_role) {
+        awaited.insert(d.step);
+      }
+    }
+  }
+  return awaited;
+}
+
 // Steps that apply to `node`, ordered so each comes after its same-node
 // dependencies; among independent steps, catalog order wins (a stable
-// topological sort), which keeps plans identical from run to run.
+// topological sort), which keeps plans identical from run to run. One
+// exception: a step that reboots the node yields to a ready step other nodes
+// wait for, so they do not wait through the reboot (the subnet manager's
+// OpenSM starts before its node's driver reboot, and every other IB node's
+// OFED goes on meanwhile).
 std::vector<const Step*> OrderedStepsFor(const Node& node, const Inventory& inventory,
-                                         const Catalog& catalog, PlanScope scope) {
+                                         const Catalog& catalog, PlanScope scope,
+                                         const std::set<std::string>& awaited) {
   std::vector<const Step*> applicable;
   for (const auto& step : catalog.steps()) {
     if (step.deep && scope != PlanScope::kDeepCheck) {
@@ -49,26 +68,35 @@ std::vector<const Step*> OrderedStepsFor(const Node& node, const Inventory& inve
     }
     return true;  // not applicable here: nothing to wait for
   };
+  auto is_ready = [&](std::size_t i) {
+    return !placed[i] &&
+           std::all_of(applicable[i]->depends.begin(), applicable[i]->depends.end(),
+                       [&](const StepDependency& d) {
+                         return d.on_role.has_value() || is_placed(d.step) ||
+                                (d.unless && ConditionHolds(*d.unless, node, inventory));
+                       });
+  };
   while (ordered.size() < applicable.size()) {
-    bool progressed = false;
-    for (std::size_t i = 0; i < applicable.size(); ++i) {
-      if (placed[i]) {
-        continue;
-      }
-      const bool ready =
-          std::all_of(applicable[i]->depends.begin(), applicable[i]->depends.end(),
-                      [&](const StepDependency& d) {
-                        return d.on_role.has_value() || is_placed(d.step) ||
-                               (d.unless && ConditionHolds(*d.unless, node, inventory));
-                      });
-      if (ready) {
-        placed[i] = true;
-        ordered.push_back(applicable[i]);
-        progressed = true;
-        break;  // restart from the top so catalog order is preferred
+    std::size_t next = applicable.size();
+    for (std::size_t i = 0; i < applicable.size() && next == applicable.size(); ++i) {
+      if (is_ready(i)) {
+        next = i;  // the first ready one: catalog order is preferred
       }
     }
-    if (!progressed) {
+    // Not inside a run of reboot steps: those share one reboot.
+    if (next < applicable.size() && applicable[next]->reboot &&
+        (ordered.empty() || !ordered.back()->reboot)) {
+      for (std::size_t i = next + 1; i < applicable.size(); ++i) {
+        if (!applicable[i]->reboot && awaited.count(applicable[i]->id) != 0 && is_ready(i)) {
+          next = i;
+          break;
+        }
+      }
+    }
+    if (next < applicable.size()) {
+      placed[next] = true;
+      ordered.push_back(applicable[next]);
+    } else {
       // The catalog loader rejects cycles; keep the remaining ones in catalog
       // order rather than loop forever if a hand-built catalog has one.
       for (std::size_t i = 0; i < applicable.size(); ++i) {
@@ -179,6 +207,7 @@ Plan Plan::Build(const Inventory& inventory, const Catalog& catalog, PlanScope s
   }
   // Each item's node, for the dependencies that depend on it (`unless`).
   std::vector<const Node*> item_nodes;
+  const std::set<std::string> awaited = AwaitedByOtherNodes(catalog);
   for (const auto& node : inventory.nodes) {
     plan.nodes_.push_back(node.name);
     if (node.absent) {
@@ -187,7 +216,7 @@ Plan Plan::Build(const Inventory& inventory, const Catalog& catalog, PlanScope s
     const NodeParameters values = parameters.For(node);
     // The prelude's helpers pick apt or dnf by this, whatever the step declares.
     const SharedText os_family(ToString(node.os.family));
-    for (const Step* step : OrderedStepsFor(node, inventory, catalog, scope)) {
+    for (const Step* step : OrderedStepsFor(node, inventory, catalog, scope, awaited)) {
       PlanItem item;
       item.id = plan.items_.size();
       item.node = node.name;

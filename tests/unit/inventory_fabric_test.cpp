@@ -144,6 +144,18 @@ class FabricPlanTest : public ::testing::Test {
     return out;
   }
 
+  // The plan for FabricInventory(fabric) with eight GPUs on w2 as well.
+  Plan PlanWithGpusOnW2(const std::string& fabric) const {
+    std::string text = FabricInventory(fabric);
+    text.replace(text.find("hardware: {ib: [{device: mlx5_0, port: 1, rate: 200}]}\n  - name: w3"),
+                 54,
+                 "hardware: {gpus: {model: H100, count: 8}, ib: [{device: mlx5_0, port: 1, rate: "
+                 "200}]}");
+    auto p = ParseText(text);
+    EXPECT_TRUE(p.inventory) << p.diagnostics.Format();
+    return p.inventory ? Plan::Build(*p.inventory, catalog_) : Plan();
+  }
+
   Catalog catalog_;
   Inventory inventory_;
   Plan plan_;
@@ -176,14 +188,7 @@ TEST_F(FabricPlanTest, ASubnetManagersOwnOfedComesFirst) {
 // whose DKMS build of nvidia-peermem needs OFED's symbols, and peermem is
 // loaded after both.
 TEST_F(FabricPlanTest, OfedComesBeforeTheDriverAndPeermemAfterBoth) {
-  std::string text = FabricInventory("  subnet_manager: w1\n");
-  text.replace(text.find("hardware: {ib: [{device: mlx5_0, port: 1, rate: 200}]}\n  - name: w3"),
-               54,
-               "hardware: {gpus: {model: H100, count: 8}, ib: [{device: mlx5_0, port: 1, rate: "
-               "200}]}");
-  auto p = ParseText(text);
-  ASSERT_TRUE(p.inventory) << p.diagnostics.Format();
-  const Plan plan = Plan::Build(*p.inventory, catalog_);
+  const Plan plan = PlanWithGpusOnW2("  subnet_manager: w1\n");
   const PlanItem* driver = plan.Find("w2", "gpu.driver");
   const PlanItem* ofed = plan.Find("w2", "ib.ofed");
   const PlanItem* peermem = plan.Find("w2", "gpu.peermem");
@@ -209,6 +214,24 @@ TEST_F(FabricPlanTest, OfedComesBeforeTheDriverAndPeermemAfterBoth) {
   EXPECT_EQ(*(at + 1), driver->id);
   // Not without IB.
   EXPECT_EQ(plan.Find("c1", "gpu.peermem"), nullptr);
+}
+
+// On the subnet manager's own GPU node, OpenSM starts before the reboot that
+// blacklisting nouveau and installing the driver need: every other IB node's
+// OFED waits for it, and would otherwise wait through that reboot.
+TEST_F(FabricPlanTest, TheSubnetManagerStartsBeforeItsNodeReboots) {
+  const Plan plan = PlanWithGpusOnW2("  subnet_manager: w2\n");
+  const auto& items = plan.ItemsOf("w2");
+  auto position = [&](const std::string& step) {
+    const PlanItem* item = plan.Find("w2", step);
+    EXPECT_NE(item, nullptr) << step;
+    return item == nullptr ? items.size()
+                           : static_cast<std::size_t>(
+                                 std::find(items.begin(), items.end(), item->id) - items.begin());
+  };
+  EXPECT_LT(position("ib.ofed"), position("ib.subnet-manager"));
+  EXPECT_LT(position("ib.subnet-manager"), position("gpu.nouveau-blacklist"));
+  EXPECT_EQ(position("gpu.nouveau-blacklist") + 1, position("gpu.driver"));
 }
 
 TEST(CatalogUnless, ADependencyUnlessAConditionNamesAKnownOne) {

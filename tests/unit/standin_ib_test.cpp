@@ -2,7 +2,8 @@
 // answer in the real formats for the profile's IB_PORTS, and a port named by
 // ib-down is down. A port whose link is up is Initializing until a subnet
 // manager answers on its rail: a switch's, or an OpenSM stand-in holding its
-// entry in the lab's fabric directory.
+// entry in the lab's fabric directory; then it stays Active until its link
+// trains again, whether or not that subnet manager still runs.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
@@ -126,8 +127,21 @@ TEST_F(IbStandin, PortsStayInitializingUntilASubnetManagerAnswers) {
       << sm.out;
   EXPECT_EQ(node_.Run(kNetdev, "").out,
             "mlx5_0 port 1 ==> ib0 (Up)\nmlx5_1 port 1 ==> ib1 (Down)\n");
-  // Its process gone, the lock goes with it: the entry no longer answers.
+  // Its process gone, the lock goes with it: the entry no longer answers,
+  // but the port keeps its LID while its link stays up, as on a real fabric.
   close(fd);
+  EXPECT_EQ(State("mlx5_0"), "Active");
+  EXPECT_NE(node_.Run(kIbstat, "mlx5_0").out.find("\t\tSM lid: 7\n"), std::string::npos);
+  sm = node_.Run(kSminfo, "-C mlx5_0 -P 1", /*with_stderr=*/true);
+  EXPECT_EQ(sm.status, 255);
+  EXPECT_EQ(sm.out, "sminfo: iberror: failed: query\n");
+  // The cable pulled and plugged back (a fault rewrites the profile): the
+  // link trains again and finds no subnet manager.
+  node_.Profile(
+      "LAB_NODE=gpu-01\nIB_PORTS=\"mlx5_0:1:200:Active mlx5_1:1:200:Active\"\n"
+      "FAULTS=ib-down=mlx5_0\n");
+  EXPECT_EQ(State("mlx5_0"), "Down");
+  node_.Profile("LAB_NODE=gpu-01\nIB_PORTS=\"mlx5_0:1:200:Active mlx5_1:1:200:Active\"\n");
   EXPECT_EQ(State("mlx5_0"), "Initializing");
 }
 
@@ -151,7 +165,12 @@ TEST_F(IbStandin, OpenSmManagesItsPortsRailWhileItRuns) {
   EXPECT_NE(sm.out.find(" priority 14 state 3 SMINFO_MASTER"), std::string::npos) << sm.out;
   EXPECT_NE(ReadFile(log).find("SUBNET UP"), std::string::npos) << ReadFile(log);
   ASSERT_EQ(kill(pid, SIGTERM), 0);
-  EXPECT_TRUE(PollFor([&] { return State("mlx5_1") == "Initializing"; }));
+  // Stopped, it answers no more; the port it brought up stays Active until
+  // its link trains again.
+  EXPECT_TRUE(PollFor([&] { return node_.Run(kSminfo, "-C mlx5_1 -P 1").status == 255; }));
+  EXPECT_EQ(State("mlx5_1"), "Active");
+  node_.Profile("LAB_NODE=gpu-01\nIB_PORTS=\"mlx5_0:1:200:Active mlx5_1:1:200:Active\"\n");
+  EXPECT_EQ(State("mlx5_1"), "Initializing");
 }
 
 TEST_F(IbStandin, NoPortsMeansNoDevices) {

@@ -15,6 +15,7 @@ import hashlib
 import os
 import shlex
 import stat
+import time
 
 PROFILE_PATH = "/etc/gpuctl-lab/profile.env"
 NVIDIA_LIB_DIR = "/usr/lib/gpuctl-lab/nvidia"  # version files the packages ship
@@ -99,14 +100,20 @@ class IbPort:
 
 # --- the InfiniBand fabric ----------------------------------------------------
 #
-# A port whose link is up stays Initializing until a subnet manager on its
-# fabric gives it a LID and sets it Active. The lab's fabric is one switch
-# per rail: the ports of one device name (mlx5_0 on every node) share one.
-# FABRIC_DIR is the same directory in every node of a lab. A managed
-# switch's subnet manager is the file switch-sm there (the lab writes it when
-# the inventory names no subnet manager); an OpenSM stand-in holds an
-# exclusive flock on <rail>/<its GUID> while it runs, so one that stopped,
-# crashed or went down with its node stops answering at once.
+# A port whose link comes up (its node boots, or a fault plugs its cable back)
+# is Initializing until a subnet manager on its fabric gives it a LID and sets
+# it Active. Then, as on a real fabric, it keeps that LID while its link stays
+# up, even if every subnet manager stops: only a link that trains again needs
+# one. The lab's fabric is one switch per rail: the ports of one device name
+# (mlx5_0 on every node) share one. FABRIC_DIR is the same directory in every
+# node of a lab. A managed switch's subnet manager is the file switch-sm there
+# (the lab writes it when the inventory names no subnet manager); an OpenSM
+# stand-in holds an exclusive flock on <rail>/<its GUID> while it runs, so
+# one that stopped, crashed or went down with its node stops answering at
+# once, and touches it on every sweep, so its mtime says when it last swept
+# the fabric: a port whose link came up before that sweep was brought up.
+
+SWEEP_SECONDS = 1.0  # the stand-in's sweep interval (the real default is 10 s)
 
 
 def port_guid(node, device):
@@ -119,27 +126,39 @@ def port_lid(node, device):
 
 
 class SubnetManager:
-    def __init__(self, priority, guid, lid, node, since):
+    def __init__(self, priority, guid, lid, node, since, swept, live):
         self.priority = priority
         self.guid = guid
         self.lid = lid
         self.node = node
-        self.since = since
+        self.since = since  # when it started
+        self.swept = swept  # when it last swept the fabric
+        self.live = live
 
 
-def _sm_from(text, since):
+def _sm_from(text, swept, live):
     fields = (text or "").split()
     if len(fields) < 4:
         return None
-    return SubnetManager(_int(fields[0], 0), fields[1], _int(fields[2], 0), fields[3], since)
+    since = float(fields[4]) if len(fields) > 4 and _is_number(fields[4]) else swept
+    return SubnetManager(_int(fields[0], 0), fields[1], _int(fields[2], 0), fields[3], since,
+                         swept, live)
 
 
-def live_subnet_managers(rail):
-    """The subnet managers answering on a rail's fabric."""
+def _is_number(text):
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
+
+
+def subnet_managers(rail):
+    """Every subnet manager that ran on a rail's fabric, live or not."""
     found = []
     switch = node_path(f"{FABRIC_DIR}/switch-sm")
     if os.path.exists(switch):
-        sm = _sm_from(read_text(f"{FABRIC_DIR}/switch-sm"), os.path.getmtime(switch))
+        sm = _sm_from(read_text(f"{FABRIC_DIR}/switch-sm"), time.time(), True)
         if sm:
             found.append(sm)
     directory = node_path(f"{FABRIC_DIR}/{rail}")
@@ -155,10 +174,11 @@ def live_subnet_managers(rail):
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-                continue  # nobody holds it: that OpenSM is gone
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                live = False  # nobody holds it: that OpenSM is gone
             except BlockingIOError:
-                pass
-            sm = _sm_from(os.read(fd, 512).decode(errors="replace"), os.fstat(fd).st_mtime)
+                live = True
+            sm = _sm_from(os.read(fd, 512).decode(errors="replace"), os.fstat(fd).st_mtime, live)
             if sm:
                 found.append(sm)
         finally:
@@ -166,10 +186,53 @@ def live_subnet_managers(rail):
     return found
 
 
+def live_subnet_managers(rail):
+    """The subnet managers answering on a rail's fabric."""
+    return [sm for sm in subnet_managers(rail) if sm.live]
+
+
 def master_subnet_manager(rail):
     """The master: the highest priority, then the lowest GUID (IBA 14.4.1)."""
     sms = live_subnet_managers(rail)
     return min(sms, key=lambda sm: (-sm.priority, sm.guid)) if sms else None
+
+
+def node_booted_at():
+    """When this node booted (its PID 1 started), as a time.time() value."""
+    try:
+        with open("/proc/1/stat", encoding="ascii") as f:
+            ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/stat", encoding="ascii") as f:
+            btime = next(int(line.split()[1]) for line in f if line.startswith("btime "))
+        return btime + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return 0.0
+
+
+def link_up_since():
+    """When this node's IB links last trained: its boot, or the last fault
+    change (gpuctl-lab fault rewrites the profile; a cable pulled and plugged
+    back trains again)."""
+    try:
+        changed = os.path.getmtime(os.environ.get("GPUCTL_LAB_PROFILE") or node_path(PROFILE_PATH))
+    except OSError:
+        changed = 0.0
+    return max(node_booted_at(), changed)
+
+
+def port_subnet_manager(port, since=None):
+    """The subnet manager that gave an up port its LID, None while the port
+    is Initializing: the master if one answers, else the last one to sweep
+    the fabric after the link came up."""
+    if not port.active:
+        return None
+    sms = subnet_managers(port.device)
+    live = [sm for sm in sms if sm.live]
+    if live:
+        return min(live, key=lambda sm: (-sm.priority, sm.guid))
+    since = link_up_since() if since is None else since
+    swept = [sm for sm in sms if sm.swept >= since]
+    return max(swept, key=lambda sm: sm.swept) if swept else None
 
 
 def hold_subnet_manager(rail, priority, guid, lid, node):
@@ -180,9 +243,14 @@ def hold_subnet_manager(rail, priority, guid, lid, node):
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     fcntl.flock(fd, fcntl.LOCK_EX)
     os.ftruncate(fd, 0)
-    os.write(fd, f"{priority} {guid} {lid} {node}\n".encode())
+    os.write(fd, f"{priority} {guid} {lid} {node} {time.time():.3f}\n".encode())
     os.fsync(fd)
     return fd
+
+
+def sweep_subnet_manager(fd):
+    """A sweep of the fabric by the subnet manager holding fd."""
+    os.utime(fd)
 
 
 def _int(text, default):
