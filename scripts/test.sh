@@ -12,14 +12,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
+# Each stage's line carries the time of day, so a CI log shows where the
+# minutes go.
+stage() { echo "== $(date +%T) $*"; }
 
 bash scripts/install-deps.sh all
 mkdir -p build
 
-echo "== format check"
+stage "format check"
 git ls-files '*.cpp' '*.h' | xargs clang-format --dry-run --Werror
 
-echo "== build: release (the lab's package repositories beside it: build/lab-repo.log)"
+stage "build: release (the lab's package repositories beside it: build/lab-repo.log)"
 # The repositories need no gpuctl: they build while gpuctl compiles, instead
 # of inside the first lab test (a few minutes of dpkg-deb, rpmbuild and gpg).
 # Not fatal here: the first lab test builds them again and says why it cannot.
@@ -35,10 +38,10 @@ if [ -n "$repo_pid" ] && ! wait "$repo_pid"; then
   tail -n 20 build/lab-repo.log
 fi
 
-echo "== lint: step scripts and shell (shellcheck, copies)"
+stage "lint: step scripts and shell (shellcheck, copies)"
 bash scripts/lint-steps.sh build/release/gpuctl
 
-echo "== build: asan+ubsan"
+stage "build: asan+ubsan"
 # The sanitizer builds are for the tests only: -g1 (line tables, no types or
 # variables) keeps file:line in every sanitizer report and compiles and links
 # faster than the full -g of a Debug build.
@@ -47,7 +50,7 @@ cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEB
 # Only what runs under ASan: the lab tests run on Release.
 cmake --build build/asan -j "$jobs" --target gpuctl gpuctl_unit_tests
 
-echo "== unit tests (asan+ubsan)"
+stage "unit tests (asan+ubsan)"
 # GoogleTest's own shards, one process per core, not ctest's process per
 # case: an ASan binary this size takes a third of a second to start, and
 # ~800 starts were more than half of this stage. The CliSsh cases share this
@@ -74,7 +77,7 @@ if [ "$unit_failed" -ne 0 ]; then
   echo "unit tests (asan+ubsan) failed: the [  FAILED  ] lines above name them"
   exit 1
 fi
-echo "== unit tests (tsan)"
+stage "unit tests (tsan)"
 # The executor, the prober and the input reader run on threads of their own;
 # a race there shows as a rare flake elsewhere and as a report here.
 # gpuctl_thread_tests is the unit test files whose tests run gpuctl on
@@ -83,8 +86,10 @@ cmake -S . -B build/tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEB
   -DGPUCTL_SANITIZE_THREAD=ON >/dev/null
 cmake --build build/tsan -j "$jobs" --target gpuctl_thread_tests
 TSAN_OPTIONS=halt_on_error=1 build/tsan/tests/gpuctl_thread_tests --gtest_brief=1
-echo "== fuzz (bounded libFuzzer run over the loaders and parsers)"
+stage "fuzz (bounded libFuzzer run over the loaders and parsers)"
 bash scripts/fuzz.sh
-echo "== lab tests (release)"
-ctest --test-dir build/release -L lab --output-on-failure
-echo "== all tests passed"
+stage "lab tests (release, two labs at a time)"
+# Two at once (tests/CMakeLists.txt says why it is safe); more would starve
+# the labs' own timeouts on a 2-core machine. GPUCTL_LAB_JOBS=1: one by one.
+ctest --test-dir build/release -L lab --output-on-failure -j "${GPUCTL_LAB_JOBS:-2}"
+stage "all tests passed"

@@ -2,6 +2,7 @@
 // to nodes, the CUDA/driver pairing), and the defaults derived from the rest.
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <map>
 
 #include <fmt/format.h>
@@ -228,6 +229,28 @@ void CheckCuda(yaml::Source& source, const Inventory& inv, const InventoryMarks&
   }
 }
 
+// NVIDIA packages cuDNN 8 for CUDA 11 and 12 only (libcudnn8
+// 8.9.7.29-1+cuda12.2 is the last), and cuDNN 9 from CUDA 11 on; an older
+// major is in none of the repositories gpuctl configures. Caught here, a
+// wrong pair is a line in validate, not a failed apply on every GPU node.
+void CheckCudnn(yaml::Source& source, const Inventory& inv, const InventoryMarks& marks) {
+  const std::string& cudnn = inv.versions.cudnn;
+  const int major = std::atoi(cudnn.substr(0, cudnn.find('.')).c_str());
+  const int cuda_major =
+      std::atoi(inv.versions.cuda.substr(0, inv.versions.cuda.find('.')).c_str());
+  const SourceLocation where =
+      marks.cudnn.line > 0 ? marks.cudnn : SourceLocation{source.file(), 0, 0};
+  if (major < 8) {
+    source.Error(where, fmt::format("versions.cudnn {}: NVIDIA's repositories carry cuDNN 8 and 9 "
+                                    "for CUDA 11 and later; use 8.x or 9.x",
+                                    cudnn));
+  } else if (major == 8 && cuda_major >= 13) {
+    source.Error(where, fmt::format("versions.cudnn {}: cuDNN 8 is built for CUDA 11 and 12 "
+                                    "only, and versions.cuda is {}; use cuDNN 9 (e.g. 9.13)",
+                                    cudnn, inv.versions.cuda));
+  }
+}
+
 // An HGX/DGX baseboard's model, as nvidia-smi names it: SXM modules, which
 // in eights (sixteens on HGX-2) sit on NVSwitch. PCIe and NVL cards never do,
 // and H100 SXM5 reports itself as "NVIDIA H100 80GB HBM3".
@@ -294,6 +317,7 @@ void CheckInventory(yaml::Source& source, Inventory& inventory, const InventoryM
   CheckNfs(source, inventory, marks);
   CheckSlurm(source, inventory, marks);
   CheckCuda(source, inventory, marks);
+  CheckCudnn(source, inventory, marks);
   CheckNvswitch(source, inventory, marks);
   CheckFabric(source, inventory, marks);
   CheckAirGappedMirrors(source, inventory, marks);

@@ -23,6 +23,7 @@ struct InventoryMarks {
   SourceLocation orchestrator;
   SourceLocation driver_branch;
   SourceLocation cuda;
+  SourceLocation cudnn;
   SourceLocation nfs_server;
   SourceLocation subnet_manager;          // fabric.subnet_manager's value
   SourceLocation subnet_manager_standby;  // fabric.subnet_manager_standby's value

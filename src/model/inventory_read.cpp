@@ -339,7 +339,12 @@ void Reader::VersionsBlock(MapReader& m) {
     }
   }
   // Package names and versions in scripts and repository paths.
-  ReadKind(m, "cudnn", "cuDNN version", VersionProblem, v.cudnn);
+  if (auto c = m.String("cudnn")) {
+    marks_.cudnn = c->where;
+    if (Valid(*c, "cuDNN version", VersionProblem)) {
+      v.cudnn = c->text;
+    }
+  }
   ReadKind(m, "nccl", "NCCL version", VersionProblem, v.nccl);
   ReadKind(m, "ofed", "OFED version", VersionProblem, v.ofed);
   ReadKind(m, "container_toolkit", "container toolkit version", VersionProblem,

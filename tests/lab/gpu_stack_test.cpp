@@ -52,9 +52,10 @@ class GpuStackLabTest : public ::testing::Test {
     ASSERT_EQ(first_apply_.status, 0) << first_apply_.out;
   }
 
-  static Result Gpuctl(const std::string& args) {
+  static Result Gpuctl(const std::string& args, const std::string& inventory = "") {
     return Shell(std::string("NO_COLOR=1 ") + GPUCTL_BINARY + " " + args + " " +
-                 Quote(lab_->Env("LAB_INVENTORY")) + " 2>&1 </dev/null");
+                 Quote(inventory.empty() ? lab_->Env("LAB_INVENTORY") : inventory) +
+                 " 2>&1 </dev/null");
   }
   static std::string RunDir(const std::string& name) { return (runs_ / name).string(); }
   static std::string On(const std::string& node, const std::string& command) {
@@ -146,6 +147,37 @@ TEST_F(GpuStackLabTest, StackFabricAndMonitoringConvergeOnBothFamilies) {
   const Result again = Gpuctl("apply --yes --run-dir " + RunDir("second"));
   EXPECT_EQ(again.status, 0) << again.out;
   EXPECT_EQ(ChangesIn(RunDir("second")), 0) << again.out;
+}
+
+// cuDNN 8 (issue 11, item 6): NVIDIA ships one libcudnn8 for every CUDA, the
+// build in its version. With versions.cudnn 8.9 and CUDA 12.4, both families
+// get 8.9.7.29 built for CUDA 12.2 (the repository has an 11.8 build too),
+// its header and library beside cuDNN 9's; a second apply changes nothing.
+TEST_F(GpuStackLabTest, CudnnEightIsTheBuildForTheCudaMajorOnBothFamilies) {
+  const fs::path eight = runs_ / "cudnn8.yaml";
+  ASSERT_EQ(Shell("cp " + Quote(lab_->Env("LAB_INVENTORY")) + " " + Quote(eight.string()) +
+                  " && printf 'versions:\\n  cudnn: \"8.9\"\\n' >> " + Quote(eight.string()))
+                .status,
+            0);
+  const Result apply = Gpuctl("apply --yes --run-dir " + RunDir("cudnn8"), eight.string());
+  EXPECT_EQ(apply.status, 0) << apply.out;
+  for (const std::string& node : kGpuNodes) {
+    SCOPED_TRACE(node + " (" + lab_->Node(node).os + ")");
+    EXPECT_EQ(On(node,
+                 "dpkg-query -W -f='${Version}' libcudnn8 2>/dev/null || "
+                 "rpm -q --qf '%{version}-%{release}' libcudnn8"),
+              node == "worker1" ? "8.9.7.29-1+cuda12.2" : "8.9.7.29-1.cuda12.2");
+    EXPECT_EQ(On(node,
+                 "awk '$2 ~ /^CUDNN_(MAJOR|MINOR)$/ { print $3 }' "
+                 "/usr/include/x86_64-linux-gnu/cudnn_version_v8.h | paste -sd."),
+              "8.9");
+    EXPECT_EQ(On(node, "test -e /usr/lib/x86_64-linux-gnu/libcudnn.so.8 && echo yes"), "yes");
+  }
+  const Result check = Gpuctl("check", eight.string());
+  EXPECT_EQ(check.status, 0) << check.out;
+  const Result again = Gpuctl("apply --yes --run-dir " + RunDir("cudnn8-again"), eight.string());
+  EXPECT_EQ(again.status, 0) << again.out;
+  EXPECT_EQ(ChangesIn(RunDir("cudnn8-again")), 0) << again.out;
 }
 
 TEST_F(GpuStackLabTest, CheckNamesADownIbPortOnEachFamily) {

@@ -286,6 +286,22 @@ TEST(InventoryErrors, CudaCheckPointsAtTheBranchWhenCudaIsDefaulted) {
       HasDiagnostic(p.diagnostics, 3, 18, "driver branch 525 runs CUDA 12.4", Severity::kWarning));
 }
 
+TEST(InventoryErrors, CudnnMajorMustBeBuiltForTheCuda) {
+  auto eight =
+      ParseText(WithTop("versions:\n  cuda: \"13.0\"\n  driver_branch: \"580\"\n"
+                        "  cudnn: \"8.9\"\n"));
+  EXPECT_FALSE(eight.inventory);
+  EXPECT_TRUE(HasDiagnostic(eight.diagnostics, 5, 10,
+                            "versions.cudnn 8.9: cuDNN 8 is built for CUDA 11 and 12 only, and "
+                            "versions.cuda is 13.0; use cuDNN 9 (e.g. 9.13)"))
+      << eight.diagnostics.Format();
+  auto seven = ParseText(WithTop("versions:\n  cudnn: \"7.6\"\n"));
+  EXPECT_TRUE(HasDiagnostic(seven.diagnostics, 3, 10, "versions.cudnn 7.6: NVIDIA's repositories"))
+      << seven.diagnostics.Format();
+  auto fine = ParseText(WithTop("versions:\n  cuda: \"12.4\"\n  cudnn: \"8.9\"\n"));
+  EXPECT_TRUE(fine.inventory) << fine.diagnostics.Format();
+}
+
 TEST(InventoryErrors, UnknownCudaVersion) {
   auto p = ParseText(WithTop("versions:\n  cuda: \"12.7\"\n"));
   EXPECT_TRUE(HasDiagnostic(p.diagnostics, 3, 9, "unknown CUDA version '12.7'; known: 11.0"));

@@ -105,6 +105,65 @@ TEST(GpuStackSteps, CudnnProbeUsesRhelNamesAndTheCudaMajor) {
   EXPECT_EQ(run.out, "libcudnn9-cuda-13 is not installed\n");
 }
 
+// cuDNN 8: one libcudnn8 for every CUDA, the build in the version
+// (8.9.7.29-1+cuda12.2; rpm 8.9.7.29-1.cuda12.2, release "1.cuda12.2").
+TEST(GpuStackSteps, CudnnEightProbeReadsTheCudaBuildInItsVersion) {
+  StepHarness h(GpuStackInventory("ubuntu-22.04", "cuda: \"12.4\", cudnn: \"8.9\""));
+  h.Stub("dpkg-query",
+         DpkgVersions("libcudnn8=8.9.7.29-1+cuda12.2\nlibcudnn8-dev=8.9.7.29-1+cuda12.2"));
+  auto run = h.Probe("cuda.cudnn", "w");
+  EXPECT_EQ(run.status, 0) << run.out;
+
+  h.Stub("dpkg-query",
+         DpkgVersions("libcudnn8=8.9.7.29-1+cuda11.8\nlibcudnn8-dev=8.9.7.29-1+cuda11.8"));
+  run = h.Probe("cuda.cudnn", "w");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.out, "libcudnn8 8.9.7.29-1+cuda11.8 is built for another CUDA (want CUDA 12)\n");
+
+  StepHarness rocky(GpuStackInventory("rocky-9", "cuda: \"12.4\", cudnn: \"8.9\""));
+  rocky.Stub("rpm",
+             RpmVersions("libcudnn8=8.9.7.29-1.cuda12.2\nlibcudnn8-devel=8.9.7.29-1.cuda12.2"));
+  run = rocky.Probe("cuda.cudnn", "w");
+  EXPECT_EQ(run.status, 0) << run.out;
+  rocky.Stub("rpm", RpmVersions("libcudnn8=8.9.7.29-1.cuda12.2"));
+  run = rocky.Probe("cuda.cudnn", "w");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.out, "libcudnn8-devel is not installed\n");
+}
+
+// The change picks the build for the inventory's CUDA, else its major's
+// newest, from what madison lists (tests/fixtures/apt).
+TEST(GpuStackSteps, CudnnEightInstallsTheBuildForTheInventorysCuda) {
+  struct Case {
+    std::string versions, want;
+  };
+  for (const Case& c :
+       {Case{"cuda: \"12.2\", cudnn: \"8.9\"", "8.9.7.29-1+cuda12.2"},
+        Case{"cuda: \"12.4\", cudnn: \"8.9.2\"", "8.9.2.26-1+cuda12.1"},
+        Case{"cuda: \"11.8\", driver_branch: \"535\", cudnn: \"8.8\"", "8.8.1.3-1+cuda11.8"}}) {
+    StepHarness h(GpuStackInventory("ubuntu-22.04", c.versions));
+    h.StubFixture("apt-cache", "apt/apt-cache-madison-libcudnn8.txt");
+    h.SetEnv("CALLS", (h.dir() / "calls").string());
+    h.Stub("apt-get", "echo \"apt-get $*\" >>\"$CALLS\"");
+    h.Stub("dpkg-query", "exit 1");
+    const auto run = h.Change("cuda.cudnn", "w");
+    EXPECT_EQ(run.status, 0) << c.versions << "\n" << run.out;
+    EXPECT_NE(testing::Slurp(h.dir() / "calls")
+                  .find("libcudnn8=" + c.want + " libcudnn8-dev=" + c.want + "\n"),
+              std::string::npos)
+        << c.versions << "\n"
+        << testing::Slurp(h.dir() / "calls");
+  }
+  // No build for the CUDA major: the change names what it looked for.
+  StepHarness h(GpuStackInventory("ubuntu-22.04", "cuda: \"12.4\", cudnn: \"8.7\""));
+  h.StubFixture("apt-cache", "apt/apt-cache-madison-libcudnn8.txt");
+  const auto run = h.Change("cuda.cudnn", "w");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_NE(run.out.find("no libcudnn8 8.7 built for CUDA 12 in the node's repositories"),
+            std::string::npos)
+      << run.out;
+}
+
 TEST(GpuStackSteps, NcclProbeReadsNvidiasVersionFormat) {
   StepHarness h(GpuStackInventory("ubuntu-22.04", "nccl: \"2.21\""));
   h.Stub("dpkg-query", DpkgVersions("libnccl2=2.21.5-1+cuda12.4\nlibnccl-dev=2.21.5-1+cuda12.4"));

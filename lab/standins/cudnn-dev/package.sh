@@ -15,11 +15,7 @@ if [ -n "$PKG_VARIANT" ]; then
   PKG_CONFLICTS="libcudnn9-dev"
 fi
 pkg_stage() {
-  IFS=. read -r major minor patch _ <<<"$CUDNN_RELEASE"
-  mkdir -p "$1/usr/include" "$1/usr/lib/x86_64-linux-gnu"
-  sed -e "s/@MAJOR@/$major/" -e "s/@MINOR@/$minor/" -e "s/@PATCH@/$patch/" \
-    "$PKG_DIR/cudnn_version.h.in" >"$1/usr/include/cudnn_version.h"
-  ln -s libcudnn.so.9 "$1/usr/lib/x86_64-linux-gnu/libcudnn.so"
+  cudnn_stage_header "$1" usr/include/cudnn_version.h 9
 }
 # NVIDIA's CUDA repository (both formats).
 PKG_REPO=cuda

@@ -14,11 +14,8 @@ if [ -n "$PKG_VARIANT" ]; then
   PKG_CONFLICTS="libcudnn9"
 fi
 pkg_stage() {
-  local v=${CUDNN_RELEASE%.*} lib=$1/usr/lib/x86_64-linux-gnu
   IFS=. read -r major minor patch _ <<<"$CUDNN_RELEASE"
-  stub_lib "$lib/libcudnn.so.$v" libcudnn.so.9 \
-    "unsigned long cudnnGetVersion(void) { return $((major * 10000 + minor * 100 + patch)); }"
-  ln -s "libcudnn.so.$v" "$lib/libcudnn.so.9"
+  cudnn_stage_lib "$1" 9 $((major * 10000 + minor * 100 + patch))
 }
 # NVIDIA's CUDA repository (both formats).
 PKG_REPO=cuda
