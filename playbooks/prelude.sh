@@ -735,6 +735,26 @@ version_in() {
   return 1
 }
 
+# cuda_build_pick major|any: of NVIDIA's versions on stdin (pkg_versions: newest
+# first) that name the CUDA they were built for at their end (NCCL
+# 2.21.5-1+cuda12.4, cuDNN 8 8.9.7.29-1+cuda12.2, rpm 8.9.7.29-1.cuda12.2),
+# prints the one built for the inventory's CUDA, else the newest for its
+# major (minor-version compatibility), else, with "any", the newest of all
+# ("major": nothing).
+cuda_build_pick() {
+  awk -v want="cuda$GPUCTL_CUDA_VERSION" -v major="cuda${GPUCTL_CUDA_VERSION%%.*}." -v any="$1" '
+    NF == 0 { next }
+    { b = ""; if (match($0, /[+.]cuda[0-9.]+$/)) b = substr($0, RSTART + 1) }
+    b == want && exact == "" { exact = $0 }
+    index(b, major) == 1 && same == "" { same = $0 }
+    first == "" { first = $0 }
+    END {
+      if (exact != "") print exact
+      else if (same != "") print same
+      else if (any == "any" && first != "") print first
+    }'
+}
+
 # toml_get TABLE KEY: the value of KEY in [TABLE] of the TOML on stdin (''
 # for top-level keys), string quotes (" or ') removed. Table names are compared
 # without quotes and blanks, so plugins."a.b".c and plugins.'a.b'.c match

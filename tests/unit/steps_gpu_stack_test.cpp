@@ -131,6 +131,21 @@ TEST(GpuStackSteps, CudnnEightProbeReadsTheCudaBuildInItsVersion) {
   EXPECT_EQ(run.out, "libcudnn8-devel is not installed\n");
 }
 
+// Runs `step`'s change on an Ubuntu GPU node of an inventory with `versions`,
+// `apt-cache` answering as `madison` (a stub script) says, nothing installed
+// yet; expects it to pass and returns what apt-get was asked.
+std::string AptCallsOfChange(const std::string& step, const std::string& versions,
+                             const std::string& madison) {
+  StepHarness h(GpuStackInventory("ubuntu-22.04", versions));
+  h.Stub("apt-cache", madison);
+  h.SetEnv("CALLS", (h.dir() / "calls").string());
+  h.Stub("apt-get", "echo \"apt-get $*\" >>\"$CALLS\"");
+  h.Stub("dpkg-query", "exit 1");
+  const auto run = h.Change(step, "w");
+  EXPECT_EQ(run.status, 0) << versions << "\n" << run.out;
+  return testing::Slurp(h.dir() / "calls");
+}
+
 // The change picks the build for the inventory's CUDA, else its major's
 // newest, from what madison lists (tests/fixtures/apt).
 TEST(GpuStackSteps, CudnnEightInstallsTheBuildForTheInventorysCuda) {
@@ -141,18 +156,13 @@ TEST(GpuStackSteps, CudnnEightInstallsTheBuildForTheInventorysCuda) {
        {Case{"cuda: \"12.2\", cudnn: \"8.9\"", "8.9.7.29-1+cuda12.2"},
         Case{"cuda: \"12.4\", cudnn: \"8.9.2\"", "8.9.2.26-1+cuda12.1"},
         Case{"cuda: \"11.8\", driver_branch: \"535\", cudnn: \"8.8\"", "8.8.1.3-1+cuda11.8"}}) {
-    StepHarness h(GpuStackInventory("ubuntu-22.04", c.versions));
-    h.StubFixture("apt-cache", "apt/apt-cache-madison-libcudnn8.txt");
-    h.SetEnv("CALLS", (h.dir() / "calls").string());
-    h.Stub("apt-get", "echo \"apt-get $*\" >>\"$CALLS\"");
-    h.Stub("dpkg-query", "exit 1");
-    const auto run = h.Change("cuda.cudnn", "w");
-    EXPECT_EQ(run.status, 0) << c.versions << "\n" << run.out;
-    EXPECT_NE(testing::Slurp(h.dir() / "calls")
-                  .find("libcudnn8=" + c.want + " libcudnn8-dev=" + c.want + "\n"),
+    const std::string calls = AptCallsOfChange(
+        "cuda.cudnn", c.versions,
+        "cat '" + StepHarness::Fixture("apt/apt-cache-madison-libcudnn8.txt") + "'");
+    EXPECT_NE(calls.find("libcudnn8=" + c.want + " libcudnn8-dev=" + c.want + "\n"),
               std::string::npos)
         << c.versions << "\n"
-        << testing::Slurp(h.dir() / "calls");
+        << calls;
   }
   // No build for the CUDA major: the change names what it looked for.
   StepHarness h(GpuStackInventory("ubuntu-22.04", "cuda: \"12.4\", cudnn: \"8.7\""));
@@ -162,6 +172,24 @@ TEST(GpuStackSteps, CudnnEightInstallsTheBuildForTheInventorysCuda) {
   EXPECT_NE(run.out.find("no libcudnn8 8.7 built for CUDA 12 in the node's repositories"),
             std::string::npos)
       << run.out;
+}
+
+// NCCL runs on a newer CUDA than it was built for: the build for the
+// inventory's CUDA, else its major's newest, else the newest of all.
+TEST(GpuStackSteps, NcclInstallsTheBuildForTheInventorysCudaElseAny) {
+  struct Case {
+    std::string cuda, want;
+  };
+  for (const Case& c : {Case{"12.2", "2.21.5-1+cuda12.2"}, Case{"12.6", "2.21.5-1+cuda12.4"},
+                        Case{"13.0", "2.21.5-1+cuda12.4"}}) {
+    const std::string calls = AptCallsOfChange(
+        "cuda.nccl", "driver_branch: \"580\", cuda: \"" + c.cuda + "\", nccl: \"2.21\"",
+        "printf ' libnccl2 | %s | https://example.invalid  Packages\\n' 2.21.5-1+cuda11.0 "
+        "2.21.5-1+cuda12.2 2.21.5-1+cuda12.4");
+    EXPECT_NE(calls.find("libnccl2=" + c.want + " libnccl-dev=" + c.want + "\n"), std::string::npos)
+        << c.cuda << "\n"
+        << calls;
+  }
 }
 
 TEST(GpuStackSteps, NcclProbeReadsNvidiasVersionFormat) {

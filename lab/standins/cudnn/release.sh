@@ -30,9 +30,11 @@ cudnn_stage_header() {
   local major minor patch scale=10000
   IFS=. read -r major minor patch _ <<<"$CUDNN_RELEASE"
   [ "$3" -ge 9 ] || scale=1000
-  mkdir -p "$(dirname "$1/$2")" "$1/usr/lib/x86_64-linux-gnu"
+  mkdir -p "$(dirname "$1/$2")"
   sed -e "s/@MAJOR@/$major/" -e "s/@MINOR@/$minor/" -e "s/@PATCH@/$patch/" \
     -e "s/CUDNN_MAJOR \* 10000/CUDNN_MAJOR * $scale/" \
     "$PKG_DIR/../cudnn-dev/cudnn_version.h.in" >"$1/$2"
-  [ "$3" -lt 9 ] || ln -s "libcudnn.so.$3" "$1/usr/lib/x86_64-linux-gnu/libcudnn.so"
+  [ "$3" -lt 9 ] && return 0
+  mkdir -p "$1/usr/lib/x86_64-linux-gnu"
+  ln -s "libcudnn.so.$3" "$1/usr/lib/x86_64-linux-gnu/libcudnn.so"
 }

@@ -191,10 +191,14 @@ def live_subnet_managers(rail):
     return [sm for sm in subnet_managers(rail) if sm.live]
 
 
+def _elect(live):
+    """The master of live subnet managers: the highest priority, then the
+    lowest GUID (IBA 14.4.1); None for none."""
+    return min(live, key=lambda sm: (-sm.priority, sm.guid)) if live else None
+
+
 def master_subnet_manager(rail):
-    """The master: the highest priority, then the lowest GUID (IBA 14.4.1)."""
-    sms = live_subnet_managers(rail)
-    return min(sms, key=lambda sm: (-sm.priority, sm.guid)) if sms else None
+    return _elect(live_subnet_managers(rail))
 
 
 def node_booted_at():
@@ -227,9 +231,9 @@ def port_subnet_manager(port, since=None):
     if not port.active:
         return None
     sms = subnet_managers(port.device)
-    live = [sm for sm in sms if sm.live]
-    if live:
-        return min(live, key=lambda sm: (-sm.priority, sm.guid))
+    master = _elect([sm for sm in sms if sm.live])
+    if master:
+        return master
     since = link_up_since() if since is None else since
     swept = [sm for sm in sms if sm.swept >= since]
     return max(swept, key=lambda sm: sm.swept) if swept else None
