@@ -64,13 +64,12 @@ EOF
   # A scratch directory for the batch, removed when its shell exits, where
   # there is something to keep: containerd's effective configuration (three
   # probes read it), a throwaway GNUPGHOME for gpuctl's repository keys.
-  _gf_tmp='' _gfk='' _gfr=''
+  # The preflight reads repositories not set up yet there (offer_scratch).
+  _gf_tmp='' _gfr=''
   unset _gf_apt_policy
-  command -v containerd >/dev/null 2>&1 && _gfk=1
   for _gfl in /etc/apt/keyrings/gpuctl-* /etc/pki/rpm-gpg/RPM-GPG-KEY-gpuctl-*; do
-    [ ! -e "$_gfl" ] || _gfk=1 _gfr=1
+    [ ! -e "$_gfl" ] || _gfr=1
   done
-  [ -n "$_gfk" ] || return 0
   _gf_tmp=$(mktemp -d 2>/dev/null) || { _gf_tmp=''; return 0; }
   trap 'rm -rf "$_gf_tmp"' EXIT
   # apt's view of the sources (the repos.* verifications read it).
@@ -1191,13 +1190,15 @@ repo_paths() {
   esac
 }
 
-# repo_source_text DESC: the source file gpuctl writes: deb822 signed by the
-# repository's own keyring (apt), or a .repo checking every package's
-# signature, and the metadata's where the vendor signs it (dnf).
+# repo_source_text DESC [KEYRING]: the source file gpuctl writes: deb822
+# signed by the repository's own keyring (apt), or a .repo checking every
+# package's signature, and the metadata's where the vendor signs it (dnf).
+# KEYRING instead of the installed one: the preflight's scratch copy.
 repo_source_text() {
   repo_val "$1" name
   _rn=$_rv
   repo_paths "$_rn"
+  [ -z "${2:-}" ] || _keyring=$2
   echo "# Written by gpuctl (step repos.$_rn) from the inventory; edits are replaced."
   case "$GPUCTL_OS_FAMILY" in
     debian)
@@ -1293,22 +1294,31 @@ repo_check() {
   return 1
 }
 
-# repo_key_install NAME KEY FPR: fetches KEY (a URL, or an absolute path on
-# this node) to a temporary file and refuses it, naming both fingerprints,
-# unless it holds the primary key FPR; installs only that key where the
-# source points: binary for apt's Signed-By, armored for dnf's gpgkey.
+# repo_key_install NAME KEY FPR: the key repo_key_fetch checked, installed
+# where the source points.
 repo_key_install() {
   repo_paths "$1"
+  _rt=$(mktemp -d) || return 1
+  repo_key_fetch "$1" "$2" "$3" "$_rt" || { rm -rf "$_rt"; return 1; }
+  # Checked and backed up like every write; a failed one exits the script.
+  gpuctl_put "$_keyring" 0644 cat "$_rt/out"
+  rm -rf "$_rt"
+}
+
+# repo_key_fetch NAME KEY FPR DIR: fetches KEY (a URL, or an absolute path on
+# this node) into DIR and refuses it, naming both fingerprints, unless it
+# holds the primary key FPR; leaves only that key in DIR/out: binary for
+# apt's Signed-By, armored for dnf's gpgkey.
+repo_key_fetch() {
   if [ -z "$3" ]; then
     echo "gpuctl: repository $1 has no pinned key: set repositories.$1.fingerprint in the inventory" >&2
     return 1
   fi
-  _rt=$(mktemp -d) || return 1
+  _rt=$4
   case "$2" in
-    /*) cp "$2" "$_rt/key" || { rm -rf "$_rt"; return 1; } ;;
+    /*) cp "$2" "$_rt/key" || return 1 ;;
     *) if ! curl -fsSL --retry 2 -o "$_rt/key" "$2"; then
          echo "gpuctl: cannot download the key of repository $1 from $2" >&2
-         rm -rf "$_rt"
          return 1
        fi ;;
   esac
@@ -1316,7 +1326,6 @@ repo_key_install() {
   case " $_rk " in
     *" $3 "*) ;;
     *) echo "gpuctl: refusing the key of repository $1 from $2: its fingerprint is ${_rk:-unreadable (no OpenPGP key)}, the inventory pins $3" >&2
-       rm -rf "$_rt"
        return 1 ;;
   esac
   mkdir -m 0700 "$_rt/gnupg" && : >"$_rt/gnupg/common.conf"
@@ -1328,12 +1337,8 @@ repo_key_install() {
   GNUPGHOME=$_rt/gnupg gpgconf --kill all 2>/dev/null || true
   if [ ! -s "$_rt/out" ]; then
     echo "gpuctl: gpg could not export key $3 of repository $1" >&2
-    rm -rf "$_rt"
     return 1
   fi
-  # Checked and backed up like every write; a failed one exits the script.
-  gpuctl_put "$_keyring" 0644 cat "$_rt/out"
-  rm -rf "$_rt"
 }
 
 # repo_refresh DESC: reads only this repository's package lists (never the
@@ -1398,4 +1403,155 @@ repo_install() {
   repo_key_install "$_rn" "$_rkey" "$(repo_get "$1" fingerprint)" || return 1
   write_file "$_source" "$(repo_source_text "$1")"
   repo_refresh "$1"
+}
+
+# Preflight (docs/playbooks.md#preflight). A probe about to say "needs
+# change" asks whether the change can succeed with what the node's
+# repositories offer; when it cannot (the release the inventory names is not
+# there, no Fabric Manager for the driver), the probe exits 5, refused, with
+# one line naming the package, what is there and the inventory value to
+# change: `plan` exits 1 and `apply` changes nothing on any node.
+
+# pkg_offers REPO PKG: sets _po to the versions of PKG that REPO offers this
+# node, newest first, one a line ("" when none). REPO is a repository's
+# description (GPUCTL_REPO_<NAME>), or "" for the sources the node has of
+# its own (apt only). A repository gpuctl has not set up here yet (a fresh
+# node's first plan) is read into the batch's scratch directory, its key
+# checked against the pinned fingerprint (offer_scratch): the node's own apt
+# and dnf state is never touched. Fails when the answer cannot be known (the
+# repository unreachable, apt never updated, outside a batch): the caller
+# then refuses nothing, and the change speaks for itself.
+pkg_offers() {
+  _po='' _pod=''
+  if [ -n "$1" ]; then
+    repo_val "$1" name
+    _pon=$_rv
+    if ! { repo_check "$1" && repo_seen "$1"; } >/dev/null 2>&1; then
+      offer_scratch "$1" || return 1
+      _pod=$_ros
+    fi
+  fi
+  case "$GPUCTL_OS_FAMILY" in
+    debian)
+      # "nvidia-driver-550 | 550.54.14-0ubuntu0.22.04.1 | http://... Packages"
+      _po=$(${_pod:+env "APT_CONFIG=$_pod/apt.conf"} apt-cache madison "$2" 2>/dev/null |
+        awk -F'|' 'NF >= 3 { gsub(/ /, "", $2); print $2 }' | sort -u -V -r)
+      if [ -z "$1" ] && [ -z "$_po" ]; then
+        # Nothing at all from a node that never read its sources' lists (its
+        # policy lists only dpkg's status) says nothing.
+        _pol=${_gf_apt_policy-$(apt-cache policy 2>/dev/null)}
+        case "$_pol" in *" Packages"*) ;; *) return 1 ;; esac
+      fi ;;
+    rhel)
+      [ -n "$1" ] || return 1
+      _pop=$2
+      if [ -n "$_pod" ]; then
+        set -- -y --setopt=reposdir="$_pod/repos" --setopt=cachedir="$_pod/cache" \
+          --setopt=logdir="$_pod" --setopt=persistdir="$_pod/persist" --disableplugin='*'
+      else
+        set -- -C  # the metadata repo_seen found: never a download in a probe
+      fi
+      _po=$(dnf -q "$@" --disableexcludes=all --repo "gpuctl-$_pon" repoquery \
+        --qf '%{version}-%{release}' -- "$_pop" 2>/dev/null) || return 1
+      _po=$(printf '%s\n' "$_po" | sort -u -V -r) ;;
+    *) return 1 ;;
+  esac
+}
+
+# offer_scratch DESC: sets _ros to a directory of the batch's scratch where
+# the repository DESC has been read (apt lists, dnf metadata), once a batch:
+# the probes that ask after it share the one download. Fails outside a batch,
+# without gpg (or curl for a key URL), or when the key or lists cannot be had.
+offer_scratch() {
+  repo_val "$1" name
+  [ -n "${_gf_tmp:-}" ] || return 1
+  _ros=$_gf_tmp/offer-$_rv
+  [ ! -e "$_ros/failed" ] || return 1
+  [ ! -e "$_ros/ready" ] || return 0
+  mkdir -p "$_ros" || return 1
+  if offer_fetch "$1" "$_ros" >"$_ros/log" 2>&1; then
+    : >"$_ros/ready"
+    return 0
+  fi
+  : >"$_ros/failed"
+  return 1
+}
+
+# offer_fetch DESC DIR: the repository's key (repo_key_fetch, pinned) and a
+# source using it in DIR, then its lists or metadata there. apt takes the
+# node's Acquire settings (proxies, certificates) but none of its apt.conf.d,
+# whose update hooks (PackageKit, command-not-found) would act on the node.
+offer_fetch() {
+  repo_val "$1" name
+  _ofn=$_rv
+  repo_val "$1" key
+  _ofk=$_rv
+  repo_val "$1" fingerprint
+  command -v gpg >/dev/null 2>&1 || return 1
+  case "$_ofk" in /*) ;; *) command -v curl >/dev/null 2>&1 || return 1 ;; esac
+  repo_key_fetch "$_ofn" "$_ofk" "$_rv" "$2" || return 1
+  case "$GPUCTL_OS_FAMILY" in
+    debian)
+      mkdir -p "$2/lists/partial" "$2/cache/archives/partial" "$2/parts" || return 1
+      repo_source_text "$1" "$2/out" >"$2/source.sources"
+      {
+        apt-config dump 2>/dev/null | grep '^Acquire::'
+        printf 'Dir::Etc::main "/dev/null";\nDir::Etc::parts "%s/parts";\n' "$2"
+        printf 'Dir::Etc::sourcelist "%s/source.sources";\nDir::Etc::sourceparts "-";\n' "$2"
+        printf 'Dir::State::lists "%s/lists";\nDir::Cache "%s/cache";\n' "$2" "$2"
+        printf 'Dir::Cache::pkgcache "";\nDir::Cache::srcpkgcache "";\nAPT::Sandbox::User "root";\n'
+      } >"$2/apt.conf"
+      _ofo=$(APT_CONFIG=$2/apt.conf apt-get update -q 2>&1) || { printf '%s\n' "$_ofo"; return 1; }
+      # apt-get exits 0 when a signature is refused or an index is missing.
+      case "$_ofo" in *"
+E:"* | *"
+W: GPG error"* | *"
+W: Failed to fetch"* | *"
+W: Some index files"*) printf '%s\n' "$_ofo"; return 1 ;; esac ;;
+    rhel)
+      mkdir -p "$2/repos" "$2/cache" "$2/persist" || return 1
+      repo_source_text "$1" "$2/out" >"$2/repos/gpuctl-$_ofn.repo"
+      # -y: dnf takes the key for the metadata's signature (repo_gpgcheck)
+      # into the repository's keyring under the scratch cachedir, not rpm's.
+      dnf -y -q --setopt=reposdir="$2/repos" --setopt=cachedir="$2/cache" --setopt=logdir="$2" \
+        --setopt=persistdir="$2/persist" --disableplugin='*' --repo "gpuctl-$_ofn" makecache ;;
+    *) return 1 ;;
+  esac
+}
+
+# offer_pick WANT: the versions in _po that are WANT or start with it
+# (version_in), newest first.
+offer_pick() {
+  printf '%s\n' "$_po" | while IFS= read -r _opv; do
+    if [ -n "$_opv" ] && version_in "$1" "$_opv"; then echo "$_opv"; fi
+  done
+}
+
+# offer_refuse REPO PKG WHAT FIX: after pkg_offers, prints the refusal
+# ("repository cuda offers no PKG WHAT (it has V1, V2, V3); FIX") and exits 5.
+offer_refuse() {
+  if [ -n "$1" ]; then
+    repo_val "$1" name
+    _orw="repository $_rv offers" _orp="it has"
+  else
+    _orw="the node's apt sources offer" _orp="they have"
+  fi
+  _orh='' _orn=0
+  for _orv in $_po; do
+    _orn=$((_orn + 1))
+    [ "$_orn" -le 3 ] || { _orh="$_orh, ..."; break; }
+    _orh=${_orh:+$_orh, }$_orv
+  done
+  if [ -n "$_orh" ]; then _orh="$_orp $_orh"; else _orh="no $2 at all"; fi
+  echo "$_orw no $2${3:+ $3} ($_orh); $4"
+  exit 5
+}
+
+# offer_need REPO PKG WANT FIX: refuses (offer_refuse) unless REPO offers PKG
+# at WANT (version_in: a release or its prefix; "" any version); returns
+# when it does, or when pkg_offers cannot tell.
+offer_need() {
+  pkg_offers "$1" "$2" || return 0
+  [ -z "$(offer_pick "$3")" ] || return 0
+  offer_refuse "$1" "$2" "$3" "$4"
 }

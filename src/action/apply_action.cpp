@@ -147,13 +147,15 @@ const ApplyAction::Prepared& ApplyAction::Prepare() {
       prepared_.drift.push_back(std::move(d));
     }
   }
-  prepared_.has_changes = plan_.Summarize().Pending();
+  const PlanSummary summary = plan_.Summarize();
+  prepared_.has_changes = summary.Pending();
+  prepared_.refused = summary.refused;
   return prepared_;
 }
 
 void ApplyAction::Apply() {
-  if (!prepared_once_ || !prepared_.drift.empty() || finished_) {
-    throw std::logic_error("ApplyAction::Apply needs a Prepare() with no drift, once");
+  if (!prepared_once_ || !prepared_.drift.empty() || prepared_.refused > 0 || finished_) {
+    throw std::logic_error("ApplyAction::Apply needs a Prepare() with no drift or refusal, once");
   }
   applied_ = true;
   pipeline_.Add(MakeApplyPhase(settings_.executor, &max_reboots_));
@@ -191,6 +193,9 @@ std::string ApplyAction::Outcome() const {
   }
   if (!prepared_.drift.empty()) {
     return "refused (saved plan drifted)";
+  }
+  if (!applied_ && prepared_.refused > 0) {
+    return "refused (preflight)";
   }
   const bool left_out = !context_.NodeErrors().empty();
   if (!applied_) {

@@ -131,7 +131,9 @@ int RunApply(const ApplyCliOptions& options, const GlobalOptions& global) {
     refused = true;
   } else {
     WritePlanText(out, action.plan(), spec->inventory, action.NodeErrors(), text);
-    if (!prepared.has_changes) {
+    if (prepared.refused > 0) {
+      refused = true;  // the plan's RefusalNotice said why and what to do
+    } else if (!prepared.has_changes) {
       out << (options.reset && action.NodeErrors().empty()
                   ? "\nNothing to reset: what gpuctl set up on these nodes is already undone.\n"
                   : NothingToApplyMessage(action.NodeErrors().size()));

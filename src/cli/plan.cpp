@@ -54,7 +54,7 @@ int RunPlan(const PlanOptions& options, const GlobalOptions& global) {
     }
   }
   const PlanSummary summary = plan.Summarize();
-  if (!errors.empty() || summary.errors > 0) {
+  if (!errors.empty() || summary.errors > 0 || summary.refused > 0) {
     return kExitError;
   }
   return summary.Pending() ? kExitChanges : kExitOk;

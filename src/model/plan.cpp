@@ -13,12 +13,13 @@
 namespace gpuctl {
 namespace {
 
-constexpr std::array<std::pair<ItemState, const char*>, 10> kStateNames{{
+constexpr std::array<std::pair<ItemState, const char*>, 11> kStateNames{{
     {ItemState::kUnprobed, "unprobed"},
     {ItemState::kSatisfied, "ok"},
     {ItemState::kNeedsChange, "change"},
     {ItemState::kKnownAfterApply, "known-after-apply"},
     {ItemState::kNeedsAttention, "attention"},
+    {ItemState::kRefused, "refused"},
     {ItemState::kProbeFailed, "probe-failed"},
     {ItemState::kUnreachable, "unreachable"},
     {ItemState::kApplied, "applied"},
@@ -178,6 +179,9 @@ std::string PlanSummary::Line() const {
   }
   if (attention > 0) {
     line += fmt::format(", {} apply cannot fix", attention);
+  }
+  if (refused > 0) {
+    line += fmt::format(", {} refused", refused);
   }
   if (!rebooting_nodes.empty()) {
     line += fmt::format(", {} node{} to reboot", rebooting_nodes.size(),
@@ -459,6 +463,9 @@ PlanSummary Plan::Summarize() const {
         break;
       case ItemState::kNeedsAttention:
         ++s.attention;
+        break;
+      case ItemState::kRefused:
+        ++s.refused;
         break;
       case ItemState::kProbeFailed:
       case ItemState::kUnreachable:

@@ -30,7 +30,7 @@ bool IsDone(ItemState s) {
 }
 bool IsDead(ItemState s) {
   return s == ItemState::kFailed || s == ItemState::kBlocked || s == ItemState::kUnreachable ||
-         s == ItemState::kProbeFailed;
+         s == ItemState::kProbeFailed || s == ItemState::kRefused;
 }
 
 // /run is a tmpfs on every systemd distribution, so the marker's absence after
@@ -435,8 +435,13 @@ bool Executor::RunItem(const Node& node, PlanItem& item, bool& reboot_pending, b
       return true;
     }
     if (now != ItemState::kNeedsChange && now != ItemState::kKnownAfterApply) {
-      Finish(item, ItemState::kFailed, probed.detail);
-      FailNode(node, fmt::format("{}: {}", item.step, probed.detail));
+      // A refusal (the preflight) says why in its line, not on stderr.
+      const std::string why =
+          now == ItemState::kRefused && !probed.observed.empty()
+              ? "refused: " + probed.observed.substr(0, probed.observed.find('\n'))
+              : probed.detail;
+      Finish(item, ItemState::kFailed, why);
+      FailNode(node, fmt::format("{}: {}", item.step, why));
       return false;
     }
   }

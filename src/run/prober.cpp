@@ -178,6 +178,8 @@ ItemState StateFromProbe(const CommandResult& result, bool alive) {
       return ItemState::kKnownAfterApply;
     case kProbeAttention:
       return ItemState::kNeedsAttention;
+    case kProbeRefused:
+      return ItemState::kRefused;
     default:
       return ItemState::kProbeFailed;
   }

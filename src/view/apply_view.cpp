@@ -97,6 +97,7 @@ std::string RecapText(const Plan& plan, const Inventory& inventory,
           ++blocked;
           break;
         case ItemState::kFailed:
+        case ItemState::kRefused:
         case ItemState::kProbeFailed:
         case ItemState::kUnreachable:
           ++failed;

@@ -25,6 +25,7 @@ bool Ended(ItemState s) {
     case ItemState::kSatisfied:
     case ItemState::kApplied:
     case ItemState::kNeedsAttention:
+    case ItemState::kRefused:
     case ItemState::kFailed:
     case ItemState::kBlocked:
     case ItemState::kUnreachable:

@@ -30,6 +30,8 @@ Marker MarkerFor(ItemState state) {
       return {"?", "36", "known after apply"};
     case ItemState::kNeedsAttention:
       return {"!", "33", "apply cannot fix"};
+    case ItemState::kRefused:
+      return {"x", "31", "refused"};
     case ItemState::kApplied:
       return {"+", "32", "applied"};
     case ItemState::kBlocked:
@@ -59,6 +61,7 @@ std::string Roles(const Node& node) {
 bool Problem(ItemState state) {
   switch (state) {
     case ItemState::kNeedsAttention:
+    case ItemState::kRefused:
     case ItemState::kProbeFailed:
     case ItemState::kUnreachable:
     case ItemState::kFailed:
@@ -137,8 +140,20 @@ void WritePlanText(std::ostream& stream, const Plan& plan, const Inventory& inve
     stream << FitLines(header + group.Shown(), options.width);
   }
   if (options.summary) {
-    stream << FitLines("\nPlan: " + plan.Summarize().Line() + "\n", options.width);
+    const PlanSummary summary = plan.Summarize();
+    stream << FitLines("\nPlan: " + summary.Line() + "\n", options.width);
+    if (summary.refused > 0) {
+      stream << RefusalNotice(summary.refused);
+    }
   }
+}
+
+std::string RefusalNotice(std::size_t refused) {
+  return fmt::format(
+      "\n{} change{} cannot succeed as the inventory asks (marked x above): apply refuses to "
+      "start until the inventory or the node's repositories are fixed, or the node is left "
+      "out (--exclude); nothing is changed on any node.\n",
+      refused, refused == 1 ? "" : "s");
 }
 
 std::string RenderPlanText(const Plan& plan, const Inventory& inventory,
@@ -164,6 +179,7 @@ void WritePlanJson(std::ostream& out, const Plan& plan, const PlanHeader& header
                      {"ok", s.ok},
                      {"known_after_apply", s.known_after_apply},
                      {"attention", s.attention},
+                     {"refused", s.refused},
                      {"errors", s.errors},
                      {"applied", s.applied},
                      {"failed", s.failed},

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -161,6 +162,50 @@ TEST_F(FabricManagerLabTest, AnotherVersionRefusesToStartAndApplyRestoresTheDriv
   EXPECT_EQ(On("worker2", "rpm -q --qf '%{VERSION}' nvidia-fabric-manager"), "550.127.05");
   for (const std::string& node : kBoards) EXPECT_EQ(On(node, kCuInit), "0 no error") << node;
   EXPECT_EQ(Gpuctl("check").status, 0);
+}
+
+TEST_F(FabricManagerLabTest, ADriverReleaseWithoutItsFabricManagerIsRefusedBeforeAnyChange) {
+  // The lab's CUDA repository has driver 560.35.03 but no Fabric Manager of
+  // it (a mirror that took one and not the other): on an NVSwitch board that
+  // driver could never run CUDA, so plan refuses and apply changes nothing.
+  const fs::path inventory = runs_ / "inventory-560.yaml";
+  std::ofstream(inventory) << test::ReadFile(lab_->Env("LAB_INVENTORY"))
+                           << "versions:\n  driver: \"560.35.03\"\n";
+  const auto gpuctl = [&](const std::string& args) {
+    return Shell(std::string("NO_COLOR=1 ") + GPUCTL_BINARY + " " + args + " " +
+                 Quote(inventory.string()) + " 2>&1 </dev/null");
+  };
+  std::map<std::string, std::string> loaded;
+  for (const std::string& node : kBoards) {
+    loaded[node] =
+        On(node, "nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n 1");
+  }
+  const Result plan = gpuctl("plan");
+  EXPECT_EQ(plan.status, 1) << plan.out;
+  EXPECT_NE(
+      plan.out.find("x gpu.fabricmanager              refused: repository cuda offers no "
+                    "nvidia-fabricmanager-560 560.35.03 (no nvidia-fabricmanager-560 at all)"),
+      std::string::npos)
+      << plan.out;
+  EXPECT_NE(plan.out.find("x gpu.fabricmanager              refused: repository cuda offers no "
+                          "nvidia-fabric-manager 560.35.03 (it has 580.95.05-1, 570.86.15-1, "
+                          "550.127.05-1, ...); Fabric Manager runs only at its driver's release "
+                          "(560.35.03): set versions.driver to a release that has one"),
+            std::string::npos)
+      << plan.out;
+  EXPECT_NE(plan.out.find("2 changes cannot succeed as the inventory asks"), std::string::npos)
+      << plan.out;
+
+  const Result apply = gpuctl("apply --yes --run-dir " + RunDir("refused-560"));
+  EXPECT_EQ(apply.status, 1) << apply.out;
+  EXPECT_NE(apply.out.find("apply refuses to start"), std::string::npos) << apply.out;
+  EXPECT_EQ(ChangesIn(RunDir("refused-560")), 0) << apply.out;
+  for (const std::string& node : kBoards) {
+    SCOPED_TRACE(node);
+    EXPECT_EQ(On(node, "nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n 1"),
+              loaded[node]);
+  }
+  EXPECT_EQ(On("worker1", "dpkg-query -W nvidia-driver-560 >/dev/null 2>&1; echo $?"), "1");
 }
 
 TEST_F(FabricManagerLabTest, ADriverBranchChangeMovesFabricManagerWithIt) {

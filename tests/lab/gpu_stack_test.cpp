@@ -9,6 +9,7 @@
 // driver's module for it and holds it.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -39,6 +40,19 @@ class GpuStackLabTest : public ::testing::Test {
     lab_ = new Lab(fmt::format("gs{}", getpid()));
     if (!lab_->Up(&up_log_, "--profile mixed")) return;
     runs_ = fs::path(lab_->Env("LAB_STATE")) / "test-runs";
+    // Fresh nodes first, with versions their repositories do not have: the
+    // preflight reads NVIDIA's repository, not set up on them yet, into a
+    // scratch directory, and refuses.
+    unavailable_ = (runs_ / "inventory-unavailable.yaml").string();
+    fs::create_directories(runs_);
+    std::ofstream(unavailable_) << test::ReadFile(lab_->Env("LAB_INVENTORY"))
+                                << "versions:\n  driver: \"550.54.99\"\n  cuda: \"12.3\"\n";
+    rpm_keys_before_ = On("worker2", "rpm -qa gpg-pubkey | wc -l");
+    refused_plan_ = Gpuctl("plan", unavailable_);
+    refused_apply_ = Gpuctl("apply --yes --run-dir " + RunDir("refused"), unavailable_);
+    sources_after_refusal_ = On("worker1", "ls /etc/apt/sources.list.d/ | grep -c gpuctl") + " " +
+                             On("worker2", "ls /etc/yum.repos.d/ | grep -c gpuctl") + " " +
+                             On("worker2", "rpm -qa gpg-pubkey | wc -l");
     first_apply_ = Gpuctl("apply --yes --run-dir " + RunDir("first"));
   }
   static void TearDownTestSuite() {
@@ -66,12 +80,56 @@ class GpuStackLabTest : public ::testing::Test {
   static std::string up_log_;
   static fs::path runs_;
   static Result first_apply_;
+  static std::string unavailable_;
+  static Result refused_plan_;
+  static Result refused_apply_;
+  static std::string sources_after_refusal_;
+  static std::string rpm_keys_before_;
 };
 
 Lab* GpuStackLabTest::lab_ = nullptr;
 std::string GpuStackLabTest::up_log_;
 fs::path GpuStackLabTest::runs_;
 Result GpuStackLabTest::first_apply_;
+std::string GpuStackLabTest::unavailable_;
+Result GpuStackLabTest::refused_plan_;
+Result GpuStackLabTest::refused_apply_;
+std::string GpuStackLabTest::sources_after_refusal_;
+std::string GpuStackLabTest::rpm_keys_before_;
+
+TEST_F(GpuStackLabTest, VersionsTheRepositoriesLackAreRefusedBeforeAnythingChanges) {
+  // Ubuntu's driver comes from the node's own archive (restricted); Rocky's
+  // and both toolkits from NVIDIA's repository, read into the batch's scratch.
+  const std::string& plan = refused_plan_.out;
+  EXPECT_EQ(refused_plan_.status, 1) << plan;
+  const auto refused = [](const char* step, const char* why) {
+    return fmt::format("x {:<30} refused: {}", step, why);
+  };
+  for (const std::string& line :
+       {refused("gpu.driver",
+                "the node's apt sources offer no nvidia-driver-550 550.54.99 (they have "
+                "550.127.05-0ubuntu0.22.04.1, 550.54.14-0ubuntu0.22.04.1); set versions.driver to "
+                "a release they have, or to \"550\" for the branch's newest"),
+        refused("gpu.driver",
+                "repository cuda offers no cuda-drivers-550 550.54.99 (it has 550.127.05-1, "
+                "550.54.14-1); set versions.driver to a release they have, or to \"550\" for the "
+                "branch's newest"),
+        refused("cuda.toolkit",
+                "repository cuda offers no cuda-toolkit-12-3 (no cuda-toolkit-12-3 at all); set "
+                "versions.cuda to a CUDA it has")}) {
+    EXPECT_NE(plan.find(line), std::string::npos) << line << "\n" << plan;
+  }
+  // One toolkit line for each node.
+  EXPECT_NE(plan.find(refused("cuda.toolkit", "")), plan.rfind(refused("cuda.toolkit", "")));
+  EXPECT_NE(plan.find("4 changes cannot succeed as the inventory asks"), std::string::npos) << plan;
+
+  EXPECT_EQ(refused_apply_.status, 1) << refused_apply_.out;
+  EXPECT_EQ(ChangesIn(RunDir("refused")), 0) << refused_apply_.out;
+  // Not even a repository was set up: the preflight read NVIDIA's into its
+  // scratch only (gpuctl's sources on worker1, worker2; rpm's keys, which
+  // the scratch's metadata check must not have added to).
+  EXPECT_EQ(sources_after_refusal_, "0 0 " + rpm_keys_before_);
+}
 
 TEST_F(GpuStackLabTest, StackFabricAndMonitoringConvergeOnBothFamilies) {
   // Each step was applied where it belongs: the six node steps on both GPU

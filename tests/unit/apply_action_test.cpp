@@ -177,6 +177,36 @@ TEST_F(ApplyActionTest, ASavedPlanOfAnotherInventoryIsRefusedBeforeAnyNodeIsCont
   EXPECT_EQ(transport.Records().size(), sent);
 }
 
+TEST_F(ApplyActionTest, APreflightRefusalOnOneNodeStopsTheWholeRunBeforeAnyChange) {
+  // worker2's repositories lack what k8s.join would install: its probe says
+  // so (exit 5); the other nodes could converge, but none is touched.
+  transport.When("worker2", "probe k8s.join", kProbeRefused,
+                 "repository kubernetes offers no kubeadm 1.99 (it has 1.30.4-1.1); set "
+                 "versions.kubernetes to a release it has\n");
+  Reporter quiet;
+  ApplyAction action(spec, inventory_target, transport, quiet, Settings("run1"));
+  const auto& prepared = action.Prepare();
+  EXPECT_TRUE(prepared.has_changes);
+  EXPECT_EQ(prepared.refused, 1U);
+  const PlanItem* refused = action.plan().Find("worker2", "k8s.join");
+  ASSERT_NE(refused, nullptr);
+  EXPECT_EQ(refused->state, ItemState::kRefused);
+  EXPECT_THROW(action.Apply(), std::logic_error);
+  action.Finish();
+  EXPECT_EQ(action.Outcome(), "refused (preflight)");
+  EXPECT_EQ(ChangesSent(), 0U);
+  const std::string text = RenderPlanText(action.plan(), spec.inventory, {}, {});
+  EXPECT_NE(text.find("x k8s.join                       refused: repository kubernetes offers no "
+                      "kubeadm 1.99"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(", 1 refused"), std::string::npos) << text;
+  EXPECT_NE(text.find("1 change cannot succeed as the inventory asks (marked x above): apply "
+                      "refuses to start"),
+            std::string::npos)
+      << text;
+}
+
 TEST_F(ApplyActionTest, ASavedPlanIsRefusedWhenANodeMovedNamingNodeAndStep) {
   const ApplyTarget target = SavedPlanNow();
   EXPECT_EQ(SavedPlanRefusal(target, spec), "");

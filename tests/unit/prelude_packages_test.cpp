@@ -65,7 +65,9 @@ TEST_F(PreludePackagesTest, StateNamesWhatDpkgLeft) {
 }
 
 TEST_F(PreludePackagesTest, AProbeSaysWhatStateThePackageIsIn) {
-  // gpu.driver's probe on a node without the driver package.
+  // gpu.driver's probe on a node without the driver package, whose archive
+  // has it (else the preflight refuses: preflight_test.cpp).
+  h_.StubFixture("apt-cache", "apt/apt-cache-madison-nvidia-driver-550.txt");
   const auto run = h_.Probe("gpu.driver", "master1");
   EXPECT_EQ(run.status, 1);
   EXPECT_NE(run.out.find("nvidia-driver-550 is not installed"), std::string::npos) << run.out;

@@ -162,6 +162,14 @@ TEST(StateFromProbe, LostConnectionIsUnreachableNotAProbeFailure) {
   EXPECT_EQ(StateFromProbe(lost, true), ItemState::kProbeFailed);
 }
 
+TEST(StateFromProbe, FiveIsARefusedChangeAndSixAProbeFailure) {
+  CommandResult r;
+  r.exit_status = kProbeRefused;
+  EXPECT_EQ(StateFromProbe(r, true), ItemState::kRefused);
+  r.exit_status = 6;
+  EXPECT_EQ(StateFromProbe(r, true), ItemState::kProbeFailed);
+}
+
 TEST(Tail, KeepsTheLastLines) {
   EXPECT_EQ(Tail("a\nb\nc\nd\n", 2), "c\nd");
   EXPECT_EQ(Tail("only", 3), "only");

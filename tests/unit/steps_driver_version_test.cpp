@@ -38,6 +38,12 @@ class DriverVersionStepTest : public ::testing::Test {
            "case \"$*\" in *Status*) printf 'install ok installed' ;; *) printf '%s' '" + version +
                "' ;; esac");
     h.Stub("rpm", "case \"$*\" in *--qf*) printf '%s' '" + version + "' ;; esac\nexit 0");
+    // Ubuntu's archive has both releases (madison's format), so the
+    // preflight lets the probe say what it saw.
+    h.Stub("apt-cache",
+           "[ \"$1\" = madison ] && for v in 580.159.04 580.95.05; do printf '%s | "
+           "%s-0ubuntu0.22.04.1 | http://archive.ubuntu.com/ubuntu jammy-updates/restricted amd64 "
+           "Packages\\n' \"$2\" \"$v\"; done");
   }
 };
 

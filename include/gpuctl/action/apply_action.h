@@ -74,6 +74,9 @@ class ApplyAction {
     std::vector<std::string> drift;
     // Something to change on a node still in the run.
     bool has_changes = false;
+    // Changes the preflight refused (kRefused items): Apply() must not be
+    // called, since some node cannot converge as the inventory asks.
+    std::size_t refused = 0;
   };
   const Prepared& Prepare();
   // Only after a Prepare() with no drift.

@@ -27,6 +27,11 @@ inline constexpr int kProbeUnknown = 3;      // cannot tell until an earlier ste
 // visible, an IB port down): an admin must act. Also what a probe that passes
 // becomes when the step's verification then fails (prober.h, VerdictScript).
 inline constexpr int kProbeAttention = 4;
+// Needs a change that cannot succeed as the inventory asks: the version it
+// names is not in the node's repositories, a Fabric Manager for the driver
+// release is missing (docs/playbooks.md#preflight). `plan` exits 1 and
+// `apply` refuses before anything changes on any node.
+inline constexpr int kProbeRefused = 5;
 
 // A value a step's scripts read from another node when the step runs: the
 // master's join command, its munge key, its SSH public key. Fetched at the

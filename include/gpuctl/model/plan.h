@@ -25,6 +25,7 @@ enum class ItemState {
   kNeedsChange,      // probe: apply would change it
   kKnownAfterApply,  // probe: cannot tell until an earlier step runs
   kNeedsAttention,   // probe: wrong in a way apply cannot fix (hardware, say)
+  kRefused,          // probe: needs a change that cannot succeed (preflight)
   kProbeFailed,      // the probe itself failed (unexpected exit status)
   kUnreachable,      // the node could not be reached
   // Set by apply:
@@ -58,6 +59,7 @@ struct PlanSummary {
   std::size_t ok = 0;
   std::size_t known_after_apply = 0;
   std::size_t attention = 0;  // wrong, and apply cannot fix it
+  std::size_t refused = 0;    // a change the node's repositories cannot make
   std::size_t errors = 0;     // probe failures and unreachable items
   std::size_t applied = 0;
   std::size_t failed = 0;

@@ -48,6 +48,10 @@ void WritePlanText(std::ostream& out, const Plan& plan, const Inventory& invento
                    const std::map<std::string, std::string>& node_errors,
                    const TextOptions& options);
 // The same, as one string (tests, small plans).
+// Below a plan with refused items (the preflight): what apply will do about
+// them, which is to change nothing anywhere.
+std::string RefusalNotice(std::size_t refused);
+
 std::string RenderPlanText(const Plan& plan, const Inventory& inventory,
                            const std::map<std::string, std::string>& node_errors,
                            const TextOptions& options);

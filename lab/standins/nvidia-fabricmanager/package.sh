@@ -5,8 +5,13 @@
 # the real one does; while it runs the stand-in libcuda and nccl-tests work on
 # a node whose profile says GPU_NVSWITCH=1 (docs/standins.md).
 source "$PKG_DIR/../nvidia-driver/branches.sh"
-# shellcheck disable=SC2086 # the list's words are the variants
-pkg_variants() { printf '%s\n' $NVIDIA_RELEASES; }
+# Every release but 560.35.03: the lab's CUDA repository is then a site
+# mirror that took a driver without its Fabric Manager, which the preflight
+# must refuse on NVSwitch boards before anything changes.
+pkg_variants() {
+  local r
+  for r in $NVIDIA_RELEASES; do [ "$r" = 560.35.03 ] || echo "$r"; done
+}
 
 if [ -n "$PKG_VARIANT" ]; then
   PKG_NAME=nvidia-fabricmanager-${PKG_VARIANT%%.*}
