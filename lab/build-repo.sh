@@ -174,11 +174,19 @@ build_deb() { # stage repo-spec
     [ -n "${PKG_DEB_DEPENDS:-}" ] && echo "Depends: $PKG_DEB_DEPENDS"
     [ -n "${PKG_PROVIDES:-}" ] && echo "Provides: $PKG_PROVIDES"
     [ -n "${PKG_CONFLICTS:-}" ] && echo "Conflicts: $PKG_CONFLICTS"
+    # apt only: Debian ignores a conflict with what the package provides itself.
+    [ -n "${PKG_DEB_CONFLICTS:-}" ] && echo "Conflicts: $PKG_DEB_CONFLICTS"
+    [ -n "${PKG_DEB_REPLACES:-}" ] && echo "Replaces: $PKG_DEB_REPLACES"
     echo "Section: misc"
     echo "Priority: optional"
     echo "Description: $PKG_SUMMARY"
     echo " gpuctl lab stand-in, not the vendor's software (docs/standins.md)."
   } >"$stage/DEBIAN/control"
+  # Files under /etc that dpkg keeps as the admin left them (what debhelper
+  # marks for real packages): one path a line.
+  if [ -n "${PKG_DEB_CONFFILES:-}" ]; then
+    tr -s ' ' '\n' <<<"$PKG_DEB_CONFFILES" >"$stage/DEBIAN/conffiles"
+  fi
   local s
   for s in postinst prerm; do
     if [ -f "$dir/$s" ]; then
@@ -265,14 +273,15 @@ build_one() ( # dir variant
   set -euo pipefail
   dir=$1
   unset PKG_NAME PKG_VERSION PKG_VERSION_RPM PKG_SUMMARY PKG_DEB_DEPENDS PKG_RPM_REQUIRES PKG_PROVIDES \
-    PKG_CONFLICTS PKG_RPM_NAME PKG_FORMATS PKG_ARCH PKG_REPO PKG_REPO_DEB PKG_REPO_RPM
+    PKG_CONFLICTS PKG_DEB_CONFLICTS PKG_DEB_REPLACES PKG_DEB_CONFFILES PKG_RPM_NAME PKG_FORMATS PKG_ARCH PKG_REPO \
+    PKG_REPO_DEB PKG_REPO_RPM
   unset -f pkg_variants pkg_stage
   PKG_VARIANT=$2 PKG_DIR=$dir
   # shellcheck source=/dev/null
   source "$dir/package.sh"
   local v
   # Relation lists may span lines in package.sh; control files want one line.
-  for v in PKG_DEB_DEPENDS PKG_RPM_REQUIRES PKG_PROVIDES PKG_CONFLICTS; do
+  for v in PKG_DEB_DEPENDS PKG_RPM_REQUIRES PKG_PROVIDES PKG_CONFLICTS PKG_DEB_CONFLICTS PKG_DEB_REPLACES; do
     printf -v "$v" '%s' "$(tr -s ' \t\n' ' ' <<<"${!v:-}" | sed 's/^ //; s/ $//')"
   done
   for v in PKG_NAME PKG_VERSION PKG_SUMMARY; do

@@ -165,6 +165,15 @@ TEST_F(ContainersLabTest, ConvergesOnBothFamiliesAndKeepsTheGpuOperatorsEdits) {
     return Shell(std::string("NO_COLOR=1 ") + GPUCTL_BINARY + " " + args + " " +
                  Quote(docker_inventory) + " 2>&1 </dev/null");
   };
+  // On apt, Docker's docker-ce needs Docker's containerd.io, which conflicts
+  // with Ubuntu's containerd: worker1's containerd is replaced first, its
+  // config.toml (the operator's edits and all) kept byte for byte.
+  const Result docker_plan = with_docker("plan");
+  EXPECT_NE(docker_plan.out.find("Ubuntu's containerd is installed: Docker needs Docker's "
+                                 "containerd.io in its place (they conflict)"),
+            std::string::npos)
+      << docker_plan.out;
+  const std::string apt_config = Sha("worker1");
   const Result docker = with_docker("apply --yes --run-dir " + RunDir("docker"));
   EXPECT_EQ(docker.status, 0) << docker.out;
   for (const std::string& node : kNodesChecked) {
@@ -172,10 +181,22 @@ TEST_F(ContainersLabTest, ConvergesOnBothFamiliesAndKeepsTheGpuOperatorsEdits) {
     EXPECT_EQ(Trim(lab_->Ssh(node, "systemctl is-enabled docker").out), "enabled");
     EXPECT_NE(lab_->Ssh(node, "docker info | grep '^ *Runtimes:'").out.find(" nvidia"),
               std::string::npos);
+    EXPECT_EQ(Live(node, ".runtimes.runc.options", "SystemdCgroup"), "true");
   }
+  EXPECT_EQ(Trim(lab_->Ssh("worker1", "dpkg-query -W -f='${Status}' containerd.io").out),
+            "install ok installed");
+  EXPECT_NE(Trim(lab_->Ssh("worker1", "dpkg-query -W -f='${Status}' containerd").out),
+            "install ok installed");
+  EXPECT_EQ(Sha("worker1"), apt_config);
+  EXPECT_EQ(Trim(lab_->Ssh("worker1", "grep -c cri /etc/containerd/config.toml.dpkg-dist").out),
+            "1");
   const Result docker_again = with_docker("apply --yes --run-dir " + RunDir("docker-again"));
   EXPECT_EQ(docker_again.status, 0) << docker_again.out;
   EXPECT_EQ(ChangesIn(RunDir("docker-again")), 0) << docker_again.out;
+  // Docker off again in the inventory: containerd.io stays (Ubuntu's would
+  // take Docker with it), and there is nothing to change.
+  const Result without = Gpuctl("plan");
+  EXPECT_EQ(without.status, 0) << without.out;
 }
 
 }  // namespace

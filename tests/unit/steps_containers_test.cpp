@@ -56,6 +56,31 @@ TEST(ContainerdStepTest, DebianPackageConfigNeedsSystemdCgroup) {
   EXPECT_NE(run.out.find("runc's SystemdCgroup is false"), std::string::npos) << run.out;
 }
 
+TEST(ContainerdStepTest, DockerOnAptWantsDockersContainerdInPlaceOfUbuntus) {
+  // docker-ce depends on containerd.io, which conflicts with Ubuntu's
+  // containerd: with Docker the apt node's containerd is the wrong package.
+  StepHarness h(ContainersInventory("1.17") + "policy: {docker: true}\n");
+  Node(h, "dump-gpuctl-1.6.20.toml");
+  h.Stub("dpkg-query",
+         "for p; do :; done\n[ \"$p\" = containerd ] || exit 1\n"
+         "case \"$*\" in *Status*) printf 'install ok installed' ;; *) printf 1.6.20 ;; esac");
+  auto run = h.Probe("containers.containerd", "u");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.out,
+            "Ubuntu's containerd is installed: Docker needs Docker's containerd.io in its place "
+            "(they conflict)\n");
+
+  // Without Docker, Ubuntu's containerd is the one; so is a containerd.io
+  // already there (turning Docker off removes nothing).
+  StepHarness plain(ContainersInventory("1.17"));
+  Node(plain, "dump-gpuctl-1.6.20.toml");
+  plain.Stub("dpkg-query",
+             "for p; do :; done\n[ \"$p\" = containerd.io ] || exit 1\n"
+             "case \"$*\" in *Status*) printf 'install ok installed' ;; *) printf 1.6.20 ;; esac");
+  run = plain.Probe("containers.containerd", "u");
+  EXPECT_EQ(run.status, 0) << run.out;
+}
+
 TEST(ContainerdStepTest, GpuctlConfigIsDoneOnBothFamilies) {
   StepHarness h(ContainersInventory("1.17"));
   Node(h, "dump-gpuctl-1.6.20.toml");

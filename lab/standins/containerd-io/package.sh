@@ -1,8 +1,11 @@
-# containerd.io (rpm only): the name Docker's RHEL repository gives containerd,
-# carrying the REAL containerd and runc binaries of the Debian packages the
-# lab mirrors (lab/mirror-debs.list), so the Rocky node runs the same real
-# daemon the Ubuntu nodes get from apt. Docker's containerd.io bundles runc,
-# so this one does too. Repackaging, not a fake: see docs/standins.md.
+# containerd.io: the name Docker's repositories give containerd, carrying the
+# REAL containerd and runc binaries of the Debian packages the lab mirrors
+# (lab/mirror-debs.list), so a node running it runs the same real daemon as
+# one with the distribution's containerd. Docker's containerd.io bundles
+# runc, so this one does too; on apt it conflicts with and replaces Ubuntu's
+# containerd and runc, as Docker's does, and docker-ce depends on it there
+# (so a node with Docker cannot keep Ubuntu's containerd). Repackaging, not a
+# fake: see docs/standins.md.
 #
 # The variant is the host's apt candidate of containerd. Its .deb (and runc's)
 # are taken from the mirror cache build-repo.sh uses (GPUCTL_REPO_CACHE), and
@@ -41,9 +44,11 @@ if [ -n "$PKG_VARIANT" ]; then
   PKG_NAME=containerd.io
   PKG_VERSION=$PKG_VARIANT
   PKG_SUMMARY="containerd $PKG_VARIANT and runc, real Debian binaries repackaged as Docker's containerd.io"
-  PKG_FORMATS=rpm
   PKG_ARCH=amd64
   PKG_PROVIDES="containerd, runc"
+  PKG_DEB_CONFLICTS="containerd, runc"
+  PKG_DEB_REPLACES="containerd, runc"
+  PKG_DEB_CONFFILES=/etc/containerd/config.toml
 fi
 
 pkg_stage() {
@@ -60,5 +65,5 @@ pkg_stage() {
   cp "$PKG_DIR/config.toml" "$1/etc/containerd/config.toml"
   rm -rf "$x"
 }
-# Docker's RHEL repository (Rocky's own archive has no containerd).
+# Docker's repositories (Rocky's own archive has no containerd).
 PKG_REPO=docker

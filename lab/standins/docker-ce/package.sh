@@ -6,7 +6,8 @@
 PKG_NAME=docker-ce
 PKG_VERSION=24.0.9-1
 PKG_SUMMARY="Docker Engine 24.0.9 (gpuctl lab stand-in: API for info, no containers)"
-PKG_DEB_DEPENDS="python3, containerd.io | containerd"
+# As Docker's own: containerd.io, never Ubuntu's containerd.
+PKG_DEB_DEPENDS="python3, containerd.io"
 PKG_RPM_REQUIRES="containerd.io"
 # The real engine is split; one stand-in answers for the parts runbooks name.
 PKG_PROVIDES="docker-ce-cli (= 24.0.9-1), docker-engine"
