@@ -350,7 +350,7 @@ void Reader::VersionsBlock(MapReader& m) {
   ReadKind(m, "container_toolkit", "container toolkit version", VersionProblem,
            v.container_toolkit);
   ReadKind(m, "kubernetes", "Kubernetes version", VersionProblem, v.kubernetes);
-  ReadKind(m, "cni", "CNI name", VersionProblem, v.cni);
+  ReadKind(m, "cni", "CNI", CniProblem, v.cni);
   ReadKind(m, "gpu_operator", "GPU Operator version", VersionProblem, v.gpu_operator);
   if (auto s = m.String("slurm")) {
     // Dotted numbers as Slurm numbers its releases: 23.02 or 23.02.7 (the

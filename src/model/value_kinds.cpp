@@ -403,6 +403,13 @@ std::string GpuModelProblem(std::string_view text) {
   return TooLong(text, kMaxGpuModel);
 }
 
+std::string CniProblem(std::string_view text) {
+  if (text == "flannel") {
+    return "";
+  }
+  return "gpuctl installs the flannel pod network (k8s.cni) and no other yet; use \"flannel\"";
+}
+
 std::string VersionProblem(std::string_view text) {
   if (text.empty()) {
     return "expected a version, got an empty string";

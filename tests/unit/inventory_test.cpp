@@ -302,6 +302,17 @@ TEST(InventoryErrors, CudnnMajorMustBeBuiltForTheCuda) {
   EXPECT_TRUE(fine.inventory) << fine.diagnostics.Format();
 }
 
+TEST(InventoryErrors, CniIsOneTheCatalogInstalls) {
+  auto calico = ParseText(WithTop("versions:\n  cni: calico\n"));
+  EXPECT_FALSE(calico.inventory);
+  EXPECT_TRUE(HasDiagnostic(calico.diagnostics, 3, 8,
+                            "invalid CNI 'calico': gpuctl installs the flannel pod network "
+                            "(k8s.cni) and no other yet; use \"flannel\""))
+      << calico.diagnostics.Format();
+  auto flannel = ParseText(WithTop("versions:\n  cni: flannel\n"));
+  EXPECT_TRUE(flannel.inventory) << flannel.diagnostics.Format();
+}
+
 TEST(InventoryErrors, UnknownCudaVersion) {
   auto p = ParseText(WithTop("versions:\n  cuda: \"12.7\"\n"));
   EXPECT_TRUE(HasDiagnostic(p.diagnostics, 3, 9, "unknown CUDA version '12.7'; known: 11.0"));

@@ -84,6 +84,9 @@ std::string GpuModelProblem(std::string_view text);
 // "flannel"): letters, digits and `.-_+~`, starting with a letter or digit, no
 // "..", at most 64 characters.
 std::string VersionProblem(std::string_view text);
+// A pod network the catalog installs (k8s.cni): flannel. Anything else is
+// refused at validate instead of failing k8s.cni's change on the master.
+std::string CniProblem(std::string_view text);
 // An NVIDIA driver as the inventory pins it: a branch (`550`) or an exact
 // release as nvidia-smi reports it (`550.54.14`, three numbers). Digits and
 // dots only: the branch names packages, the release is matched against
