@@ -61,10 +61,10 @@ EOF
   done </etc/os-release 2>/dev/null || true
   # A string, not a number: the shell's read gets it whole from /proc/sys.
   read -r GPUCTL_FACT_KERNEL </proc/sys/kernel/osrelease 2>/dev/null || GPUCTL_FACT_KERNEL=$(uname -r)
-  # A scratch directory for the batch, removed when its shell exits, where
-  # there is something to keep: containerd's effective configuration (three
-  # probes read it), a throwaway GNUPGHOME for gpuctl's repository keys.
-  # The preflight reads repositories not set up yet there (offer_scratch).
+  # A scratch directory for the batch, removed when its shell exits: for
+  # containerd's effective configuration (three probes read it), a throwaway
+  # GNUPGHOME for gpuctl's repository keys, and the repositories not set up
+  # yet that the preflight reads (offer_scratch).
   _gf_tmp='' _gfr=''
   unset _gf_apt_policy
   for _gfl in /etc/apt/keyrings/gpuctl-* /etc/pki/rpm-gpg/RPM-GPG-KEY-gpuctl-*; do
@@ -1347,18 +1347,23 @@ repo_key_fetch() {
 repo_refresh() {
   repo_paths "$(repo_get "$1" name)"
   case "$GPUCTL_OS_FAMILY" in
-    debian)
-      # apt-get exits 0 when a signature is refused but older lists exist.
-      _ro=$(apt-get update -q -o DPkg::Lock::Timeout=300 -o Dir::Etc::sourcelist="$_source" \
-        -o Dir::Etc::sourceparts=- -o APT::Get::List-Cleanup=0 2>&1)
-      _rs=$?
-      _rb=$(printf '%s\n' "$_ro" | grep -E '^(E:|W: (GPG error|Failed to fetch|An error occurred|Some index files))')
-      if [ "$_rs" -ne 0 ] || [ -n "$_rb" ]; then
-        printf '%s\n' "${_rb:-$_ro}" >&2
-        return 1
-      fi ;;
+    debian) apt_update -o DPkg::Lock::Timeout=300 -o Dir::Etc::sourcelist="$_source" \
+      -o Dir::Etc::sourceparts=- -o APT::Get::List-Cleanup=0 ;;
     rhel) dnf -y -q makecache --refresh --repo "gpuctl-$(repo_get "$1" name)" ;;
   esac
+}
+
+# apt_update ARG...: apt-get update with ARGs; fails with apt's own error
+# lines on stderr, also when apt-get exits 0 having refused a signature or
+# missed an index (it does when older lists exist).
+apt_update() {
+  _ro=$(apt-get update -q "$@" 2>&1)
+  _rs=$?
+  _rb=$(printf '%s\n' "$_ro" | grep -E '^(E:|W: (GPG error|Failed to fetch|An error occurred|Some index files))')
+  if [ "$_rs" -ne 0 ] || [ -n "$_rb" ]; then
+    printf '%s\n' "${_rb:-$_ro}" >&2
+    return 1
+  fi
 }
 
 # repo_seen DESC: true when the package manager has read the repository's
@@ -1444,15 +1449,13 @@ pkg_offers() {
       fi ;;
     rhel)
       [ -n "$1" ] || return 1
-      _pop=$2
+      set -- --disableexcludes=all --repo "gpuctl-$_pon" repoquery --qf '%{version}-%{release}' -- "$2"
       if [ -n "$_pod" ]; then
-        set -- -y --setopt=reposdir="$_pod/repos" --setopt=cachedir="$_pod/cache" \
-          --setopt=logdir="$_pod" --setopt=persistdir="$_pod/persist" --disableplugin='*'
+        _po=$(offer_dnf "$_pod" "$@" 2>/dev/null) || return 1
       else
-        set -- -C  # the metadata repo_seen found: never a download in a probe
+        # The metadata repo_seen found: never a download in a probe.
+        _po=$(dnf -q -C "$@" 2>/dev/null) || return 1
       fi
-      _po=$(dnf -q "$@" --disableexcludes=all --repo "gpuctl-$_pon" repoquery \
-        --qf '%{version}-%{release}' -- "$_pop" 2>/dev/null) || return 1
       _po=$(printf '%s\n' "$_po" | sort -u -V -r) ;;
     *) return 1 ;;
   esac
@@ -1501,22 +1504,24 @@ offer_fetch() {
         printf 'Dir::State::lists "%s/lists";\nDir::Cache "%s/cache";\n' "$2" "$2"
         printf 'Dir::Cache::pkgcache "";\nDir::Cache::srcpkgcache "";\nAPT::Sandbox::User "root";\n'
       } >"$2/apt.conf"
-      _ofo=$(APT_CONFIG=$2/apt.conf apt-get update -q 2>&1) || { printf '%s\n' "$_ofo"; return 1; }
-      # apt-get exits 0 when a signature is refused or an index is missing.
-      case "$_ofo" in *"
-E:"* | *"
-W: GPG error"* | *"
-W: Failed to fetch"* | *"
-W: Some index files"*) printf '%s\n' "$_ofo"; return 1 ;; esac ;;
+      (APT_CONFIG=$2/apt.conf && export APT_CONFIG && apt_update) ;;
     rhel)
       mkdir -p "$2/repos" "$2/cache" "$2/persist" || return 1
       repo_source_text "$1" "$2/out" >"$2/repos/gpuctl-$_ofn.repo"
-      # -y: dnf takes the key for the metadata's signature (repo_gpgcheck)
-      # into the repository's keyring under the scratch cachedir, not rpm's.
-      dnf -y -q --setopt=reposdir="$2/repos" --setopt=cachedir="$2/cache" --setopt=logdir="$2" \
-        --setopt=persistdir="$2/persist" --disableplugin='*' --repo "gpuctl-$_ofn" makecache ;;
+      offer_dnf "$2" --repo "gpuctl-$_ofn" makecache ;;
     *) return 1 ;;
   esac
+}
+
+# offer_dnf DIR ARG...: dnf with only the scratch repository in DIR: its own
+# reposdir, cachedir, logdir and persistdir, no plugins. -y: dnf takes the
+# key for the metadata's signature (repo_gpgcheck) into the repository's
+# keyring under the scratch cachedir, not rpm's.
+offer_dnf() {
+  _odd=$1
+  shift
+  dnf -y -q --setopt=reposdir="$_odd/repos" --setopt=cachedir="$_odd/cache" --setopt=logdir="$_odd" \
+    --setopt=persistdir="$_odd/persist" --disableplugin='*' "$@"
 }
 
 # offer_pick WANT: the versions in _po that are WANT or start with it

@@ -30,7 +30,7 @@ bool IsDone(ItemState s) {
 }
 bool IsDead(ItemState s) {
   return s == ItemState::kFailed || s == ItemState::kBlocked || s == ItemState::kUnreachable ||
-         s == ItemState::kProbeFailed || s == ItemState::kRefused;
+         s == ItemState::kProbeFailed;
 }
 
 // /run is a tmpfs on every systemd distribution, so the marker's absence after

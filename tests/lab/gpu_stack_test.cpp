@@ -46,7 +46,8 @@ class GpuStackLabTest : public ::testing::Test {
     unavailable_ = (runs_ / "inventory-unavailable.yaml").string();
     fs::create_directories(runs_);
     std::ofstream(unavailable_) << test::ReadFile(lab_->Env("LAB_INVENTORY"))
-                                << "versions:\n  driver: \"550.54.99\"\n  cuda: \"12.3\"\n";
+                                << "versions:\n  driver: \"550.54.99\"\n  cuda: \"12.3\"\n"
+                                << "  cudnn: \"8.7\"\n";
     rpm_keys_before_ = On("worker2", "rpm -qa gpg-pubkey | wc -l");
     refused_plan_ = Gpuctl("plan", unavailable_);
     refused_apply_ = Gpuctl("apply --yes --run-dir " + RunDir("refused"), unavailable_);
@@ -98,8 +99,9 @@ std::string GpuStackLabTest::sources_after_refusal_;
 std::string GpuStackLabTest::rpm_keys_before_;
 
 TEST_F(GpuStackLabTest, VersionsTheRepositoriesLackAreRefusedBeforeAnythingChanges) {
-  // Ubuntu's driver comes from the node's own archive (restricted); Rocky's
-  // and both toolkits from NVIDIA's repository, read into the batch's scratch.
+  // Ubuntu's driver comes from the node's own archive (restricted); Rocky's,
+  // the toolkits and cuDNN from NVIDIA's repository, read into the batch's
+  // scratch (cuDNN 8.7: the lab has 8.9 builds only).
   const std::string& plan = refused_plan_.out;
   EXPECT_EQ(refused_plan_.status, 1) << plan;
   const auto refused = [](const char* step, const char* why) {
@@ -116,12 +118,20 @@ TEST_F(GpuStackLabTest, VersionsTheRepositoriesLackAreRefusedBeforeAnythingChang
                 "branch's newest"),
         refused("cuda.toolkit",
                 "repository cuda offers no cuda-toolkit-12-3 (no cuda-toolkit-12-3 at all); set "
-                "versions.cuda to a CUDA it has")}) {
+                "versions.cuda to a CUDA it has"),
+        refused("cuda.cudnn",
+                "repository cuda offers no libcudnn8 8.7 built for CUDA 12 (it has "
+                "8.9.7.29-1+cuda12.2, 8.9.7.29-1+cuda11.8, 8.9.2.26-1+cuda12.1); set "
+                "versions.cudnn to a release built for CUDA 12"),
+        refused("cuda.cudnn",
+                "repository cuda offers no libcudnn8 8.7 built for CUDA 12 (it has "
+                "8.9.7.29-1.cuda12.2, 8.9.7.29-1.cuda11.8, 8.9.2.26-1.cuda12.1); set "
+                "versions.cudnn to a release built for CUDA 12")}) {
     EXPECT_NE(plan.find(line), std::string::npos) << line << "\n" << plan;
   }
   // One toolkit line for each node.
   EXPECT_NE(plan.find(refused("cuda.toolkit", "")), plan.rfind(refused("cuda.toolkit", "")));
-  EXPECT_NE(plan.find("4 changes cannot succeed as the inventory asks"), std::string::npos) << plan;
+  EXPECT_NE(plan.find("6 changes cannot succeed as the inventory asks"), std::string::npos) << plan;
 
   EXPECT_EQ(refused_apply_.status, 1) << refused_apply_.out;
   EXPECT_EQ(ChangesIn(RunDir("refused")), 0) << refused_apply_.out;

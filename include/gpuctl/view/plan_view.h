@@ -47,11 +47,11 @@ std::string SavedPlanNotice(const std::string& path);
 void WritePlanText(std::ostream& out, const Plan& plan, const Inventory& inventory,
                    const std::map<std::string, std::string>& node_errors,
                    const TextOptions& options);
-// The same, as one string (tests, small plans).
 // Below a plan with refused items (the preflight): what apply will do about
 // them, which is to change nothing anywhere.
 std::string RefusalNotice(std::size_t refused);
 
+// The same as WritePlanText, as one string (tests, small plans).
 std::string RenderPlanText(const Plan& plan, const Inventory& inventory,
                            const std::map<std::string, std::string>& node_errors,
                            const TextOptions& options);
