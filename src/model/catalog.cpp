@@ -52,6 +52,8 @@ bool Holds(StepCondition condition, const Node& node, const Inventory& inv) {
       return inv.network.name_resolution == NameResolution::kHostsFile;
     case StepCondition::kNvswitch:
       return node.OnNvswitch();
+    case StepCondition::kMig:
+      return node.SetsMig();
     case StepCondition::kKernelModules:
       return node.GpuCount() > 0 || !node.hardware.ib.empty();
     case StepCondition::kHoldKernel:

@@ -441,10 +441,11 @@ std::string_view ConditionName(StepCondition condition) {
 const std::vector<std::string>& ConditionNames() {
   // In StepCondition's order.
   static const std::vector<std::string> kNames = {
-      "always",      "has_gpus",      "has_ib",         "nfs",           "nfs_server",
-      "nfs_client",  "kubernetes",    "slurm",          "docker",        "registry_mirrors",
-      "docker_repo", "epel_repo",     "hosts_file",     "nvswitch",      "kernel_modules",
-      "hold_kernel", "leaving_nodes", "reset_packages", "subnet_manager"};
+      "always",        "has_gpus",         "has_ib",         "nfs",
+      "nfs_server",    "nfs_client",       "kubernetes",     "slurm",
+      "docker",        "registry_mirrors", "docker_repo",    "epel_repo",
+      "hosts_file",    "nvswitch",         "kernel_modules", "hold_kernel",
+      "leaving_nodes", "reset_packages",   "subnet_manager", "mig"};
   return kNames;
 }
 

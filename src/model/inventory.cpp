@@ -101,6 +101,14 @@ std::optional<std::string> EndOfLifeAdvice(const std::string& name) {
   return std::nullopt;
 }
 
+bool Node::RunsMig() const {
+  if (!SetsMig()) {
+    return false;
+  }
+  const auto& gpus = *hardware.gpus->mig;
+  return std::any_of(gpus.begin(), gpus.end(), [](const auto& gpu) { return !gpu.empty(); });
+}
+
 const Node* Inventory::Find(const std::string& name) const {
   auto it = std::find_if(nodes.begin(), nodes.end(), [&](const Node& n) { return n.name == name; });
   return it == nodes.end() ? nullptr : &*it;

@@ -72,6 +72,11 @@ void CheckAirGappedRepositories(yaml::Source& source, const Inventory& inventory
 void ReadSysctl(yaml::Source& source, const YAML::Node& map, const SourceLocation& where,
                 Orchestrator orchestrator, std::map<std::string, std::string>& out);
 
+// hardware.gpus.mig (inventory_mig.cpp): the MIG layout of `g`, whose model
+// and count are read, checked against the model's profiles and placed on
+// each GPU (mig.h); an error at the entry that does not fit.
+void ReadMig(yaml::Source& source, yaml::MapReader& gpus, GpuExpectation& g);
+
 // The `fabric:` block (inventory_fabric.cpp): the nodes that run the subnet
 // manager, checked as host names here and as nodes on the fabric by
 // CheckFabric.

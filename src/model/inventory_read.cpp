@@ -1,5 +1,6 @@
 // Inventory, first pass: the schema. Each value is checked on its own here
 // (type, range, syntax); anything that needs two keys waits for the checks.
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <filesystem>
@@ -615,12 +616,25 @@ void Reader::HardwareBlock(MapReader& m, Hardware& hardware) {
   constexpr int kMaxGpus = 1024;
   constexpr int kMaxIbPort = 255;
   constexpr int kMaxRateGbps = 100000;
-  if (auto gpus = m.Map("gpus", {"model", "count", "nvswitch"})) {
+  if (auto gpus = m.Map("gpus", {"model", "count", "nvswitch", "mig"})) {
     gpus->Require({"model", "count"});
     GpuExpectation g;
     ReadKind(*gpus, "model", "GPU model", GpuModelProblem, g.model);
     gpus->Read("count", g.count, 1, kMaxGpus);
     g.nvswitch = gpus->Bool("nvswitch");
+    if (gpus->Has("mig")) {
+      ReadMig(source_, *gpus, g);
+      const bool runs = g.mig && std::any_of(g.mig->begin(), g.mig->end(),
+                                             [](const auto& gpu) { return !gpu.empty(); });
+      if (runs && inv_.orchestrator == Orchestrator::kSlurm) {
+        // Slurm reaches MIG devices through gres.conf lines naming each
+        // one's /dev/nvidia-caps files, which gpuctl does not write yet.
+        source_.Error(gpus->ValueWhere("mig"),
+                      "MIG on a Slurm cluster: gpuctl does not yet write the gres.conf lines for "
+                      "MIG devices (Type=<profile> with their /dev/nvidia-caps files); leave "
+                      "hardware.gpus.mig out, or set it to [] to turn MIG off");
+      }
+    }
     hardware.gpus = g;
     gpus_at_ = gpus->where();
   }

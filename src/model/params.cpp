@@ -34,17 +34,10 @@ namespace {
 // is a single value. Each record is built by Fields(), which refuses a
 // field that would break the format.
 bool IsMultiLine(const std::string& name) {
-  static const std::set<std::string> kNames = {"gpu_counts",
-                                               "gpu_nodes",
-                                               "gpu_workers",
-                                               "hosts",
-                                               "nfs_exports",
-                                               "nfs_mounts",
-                                               "registry_mirrors",
-                                               "slurm_nodes",
-                                               "slurm_partitions",
-                                               "ssh_host_keys",
-                                               "sysctl"};
+  static const std::set<std::string> kNames = {
+      "gpu_counts",  "mig_layout",       "gpu_nodes",     "gpu_workers",
+      "hosts",       "nfs_exports",      "nfs_mounts",    "registry_mirrors",
+      "slurm_nodes", "slurm_partitions", "ssh_host_keys", "sysctl"};
   return kNames.count(name) > 0 || name.rfind("repo_", 0) == 0;
 }
 
@@ -113,6 +106,26 @@ std::string IbPorts(const Node& node) {
     ports.push_back(Fields("ib_ports", {fmt::format("{}:{}:{}", p.device, p.port, p.rate_gbps)}));
   }
   return Join(ports, " ");
+}
+
+// "GPU PROFILE:START,PROFILE:START" per GPU of a node whose inventory sets a
+// MIG layout, "GPU off" for a GPU without MIG: what gpu.mig-mode and
+// gpu.mig-instances make true (the placements are mig.h's).
+std::string MigLayout(const Node& node) {
+  if (!node.SetsMig()) {
+    return "";
+  }
+  std::vector<std::string> lines;
+  const auto& gpus = *node.hardware.gpus->mig;
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    std::vector<std::string> instances;
+    for (const MigPlacement& p : gpus[i]) {
+      instances.push_back(fmt::format("{}:{}", p.profile, p.start));
+    }
+    lines.push_back(Fields("mig_layout",
+                           {std::to_string(i), instances.empty() ? "off" : Join(instances, ",")}));
+  }
+  return Join(lines, "\n");
 }
 
 // One line per worker with GPUs: "name gpus dev:port,dev:port" ("-" when the
@@ -273,17 +286,69 @@ std::string GpuNodes(const Inventory& inv) {
   return Join(lines, "\n");
 }
 
+// The GPU Operator's mig.strategy: "" when no Kubernetes node runs MIG;
+// "single" when each that does runs it on every GPU, all with one profile;
+// else "mixed".
+std::string MigStrategy(const Inventory& inv) {
+  std::set<std::string> profiles;
+  bool any = false;
+  bool partial = false;
+  for (const auto& n : inv.nodes) {
+    if (n.absent || !(n.Has(Role::kMaster) || n.Has(Role::kWorker)) || !n.RunsMig()) {
+      continue;
+    }
+    any = true;
+    for (const auto& gpu : *n.hardware.gpus->mig) {
+      partial = partial || gpu.empty();
+      for (const MigPlacement& instance : gpu) {
+        profiles.insert(instance.profile);
+      }
+    }
+  }
+  if (!any || inv.orchestrator != Orchestrator::kKubernetes) {
+    return "";
+  }
+  return !partial && profiles.size() == 1 ? "single" : "mixed";
+}
+
 // "name count" per Kubernetes node (master or worker) with GPUs, one a line:
 // what each should advertise as allocatable nvidia.com/gpu.
+//
+// With MIG the GPU Operator's device plugin advertises MIG devices by its
+// mig.strategy (MigStrategy): "single" counts them as nvidia.com/gpu,
+// "mixed" as nvidia.com/mig-<profile> beside the whole GPUs; those follow
+// the count as "mig-<profile>=N" fields.
 std::string GpuCounts(const Inventory& inv) {
+  const std::string strategy = MigStrategy(inv);
   std::vector<std::string> lines;
   for (const auto& n : inv.nodes) {
     if (n.absent) {
       continue;  // leaving: in no cluster-wide value
     }
-    if ((n.Has(Role::kMaster) || n.Has(Role::kWorker)) && n.GpuCount() > 0) {
-      lines.push_back(Fields("gpu_counts", {n.name, std::to_string(n.GpuCount())}));
+    if (!(n.Has(Role::kMaster) || n.Has(Role::kWorker)) || n.GpuCount() <= 0) {
+      continue;
     }
+    int whole = n.GpuCount();
+    std::map<std::string, int> mig;
+    if (n.RunsMig()) {
+      whole = 0;
+      for (const auto& gpu : *n.hardware.gpus->mig) {
+        whole += gpu.empty() ? 1 : 0;
+        for (const MigPlacement& instance : gpu) {
+          ++mig[instance.profile];
+        }
+      }
+    }
+    std::string line = n.name;
+    if (strategy == "single" && !mig.empty()) {
+      line += " " + std::to_string(mig.begin()->second);
+    } else {
+      line += " " + std::to_string(whole);
+      for (const auto& [profile, count] : mig) {
+        line += fmt::format(" mig-{}={}", profile, count);
+      }
+    }
+    lines.push_back(line);
   }
   return Join(lines, "\n");
 }
@@ -435,6 +500,8 @@ const std::vector<std::string>& KnownParameters() {
         "kubernetes_version",
         "master_address",
         "master_name",
+        "mig_layout",
+        "mig_strategy",
         "nccl_min_busbw",
         "nccl_version",
         "nfs_exports",
@@ -507,6 +574,7 @@ ParameterTable::ParameterTable(const Inventory& inventory) : inventory_(inventor
       {"slurm_version", v.slurm},
       {"gpu_nodes", GpuNodes(inv)},
       {"gpu_counts", GpuCounts(inv)},
+      {"mig_strategy", MigStrategy(inv)},
       {"pod_cidr", inv.network.pod_cidr},
       {"service_cidr", inv.network.service_cidr},
       {"subnet", inv.network.subnet},
@@ -579,6 +647,7 @@ NodeParameters ParameterTable::For(const Node& node) const {
       {"nvswitch", node.hardware.gpus && node.hardware.gpus->nvswitch
                        ? Bool(*node.hardware.gpus->nvswitch)
                        : ""},
+      {"mig_layout", MigLayout(node)},
   };
   std::map<std::string, SharedText> shared;
   {

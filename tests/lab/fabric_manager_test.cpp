@@ -57,8 +57,12 @@ class FabricManagerLabTest : public ::testing::Test {
   }
 
   static Result Gpuctl(const std::string& args) {
-    return Shell(std::string("NO_COLOR=1 ") + GPUCTL_BINARY + " " + args + " " +
-                 Quote(lab_->Env("LAB_INVENTORY")) + " 2>&1 </dev/null");
+    return GpuctlWith(lab_->Env("LAB_INVENTORY"), args);
+  }
+  // gpuctl ARGS INVENTORY: an inventory the test derived from the lab's.
+  static Result GpuctlWith(const std::string& inventory, const std::string& args) {
+    return Shell(std::string("NO_COLOR=1 ") + GPUCTL_BINARY + " " + args + " " + Quote(inventory) +
+                 " 2>&1 </dev/null");
   }
   static std::string RunDir(const std::string& name) { return (runs_ / name).string(); }
   static std::string On(const std::string& node, const std::string& command) {
@@ -171,10 +175,7 @@ TEST_F(FabricManagerLabTest, ADriverReleaseWithoutItsFabricManagerIsRefusedBefor
   const fs::path inventory = runs_ / "inventory-560.yaml";
   std::ofstream(inventory) << test::ReadFile(lab_->Env("LAB_INVENTORY"))
                            << "versions:\n  driver: \"560.35.03\"\n";
-  const auto gpuctl = [&](const std::string& args) {
-    return Shell(std::string("NO_COLOR=1 ") + GPUCTL_BINARY + " " + args + " " +
-                 Quote(inventory.string()) + " 2>&1 </dev/null");
-  };
+  const auto gpuctl = [&](const std::string& args) { return GpuctlWith(inventory, args); };
   std::map<std::string, std::string> loaded;
   for (const std::string& node : kBoards) {
     loaded[node] =
@@ -208,6 +209,71 @@ TEST_F(FabricManagerLabTest, ADriverReleaseWithoutItsFabricManagerIsRefusedBefor
   EXPECT_EQ(On("worker1", "dpkg-query -W nvidia-driver-560 >/dev/null 2>&1; echo $?"), "1");
 }
 
+// MIG on both HGX boards (hardware.gpus.mig): GPUs 0-3 in seven 1g.10gb,
+// GPU 4 in a 3g + 2g + 2 x 1g layout that fits only at gpuctl's placement,
+// GPUs 5-7 whole. Persistence mode holds the GPUs, so the mode waits for the
+// step's reboot; the instances come back after a reboot gpuctl did not ask
+// for; `mig: []` turns it all off again.
+TEST_F(FabricManagerLabTest, MigLayoutsAreMadeKeptOverRebootsAndUndone) {
+  const std::string base = test::ReadFile(lab_->Env("LAB_INVENTORY"));
+  const auto with_mig = [&](const std::string& name, const std::string& mig) {
+    std::string text = base;
+    const std::string key = "        nvswitch: true\n";
+    for (auto at = text.find(key); at != std::string::npos; at = text.find(key, at + 1)) {
+      text.insert(at + key.size(), mig);
+    }
+    const fs::path path = runs_ / name;
+    std::ofstream(path) << text;
+    return path.string();
+  };
+  const std::string layout =
+      with_mig("inventory-mig.yaml",
+               "        mig:\n"
+               "          - gpus: 0-3\n"
+               "            instances: {1g.10gb: 7}\n"
+               "          - gpus: \"4\"\n"
+               "            instances: {1g.10gb: 2, 2g.20gb: 1, 3g.40gb: 1}\n");
+  const std::string modes =
+      "nvidia-smi --query-gpu=mig.mode.current --format=csv,noheader | sort | uniq -c | "
+      "tr -s ' ' | tr '\\n' ';'";
+  const std::string devices = "nvidia-smi -L | grep -c '^  MIG '";
+
+  const Result plan = GpuctlWith(layout, "plan");
+  EXPECT_EQ(plan.status, 2) << plan.out;
+  EXPECT_NE(plan.out.find("GPU 0: MIG mode Disabled (want Enabled)"), std::string::npos)
+      << plan.out;
+  const Result apply = GpuctlWith(layout, "apply --yes --run-dir " + RunDir("mig"));
+  ASSERT_EQ(apply.status, 0) << apply.out;
+  for (const std::string& node : kBoards) {
+    SCOPED_TRACE(node);
+    EXPECT_EQ(On(node, modes), " 3 Disabled; 5 Enabled;");
+    EXPECT_EQ(On(node, devices), "32");
+    EXPECT_EQ(On(node, "nvidia-smi mig -lgi | grep -c 'MIG 3g.40gb .* 4:4 '"), "1");
+    EXPECT_EQ(On(node, "systemctl is-enabled gpuctl-mig"), "enabled");
+    EXPECT_EQ(On(node, kCuInit), "0 no error");
+  }
+  EXPECT_EQ(GpuctlWith(layout, "check").status, 0);
+
+  // A reboot gpuctl did not ask for: the driver loses the instances, the
+  // unit makes them again before anything would use them.
+  ASSERT_EQ(Shell(lab_->Tool("reboot worker2 --wait") + " 2>&1").status, 0);
+  EXPECT_EQ(On("worker2", devices), "32");
+  const Result again = GpuctlWith(layout, "apply --yes --run-dir " + RunDir("mig-again"));
+  EXPECT_EQ(again.status, 0) << again.out;
+  EXPECT_EQ(ChangesIn(RunDir("mig-again")), 0) << again.out;
+
+  const std::string off = with_mig("inventory-mig-off.yaml", "        mig: []\n");
+  const Result undo = GpuctlWith(off, "apply --yes --run-dir " + RunDir("mig-off"));
+  ASSERT_EQ(undo.status, 0) << undo.out;
+  for (const std::string& node : kBoards) {
+    SCOPED_TRACE(node);
+    EXPECT_EQ(On(node, modes), " 8 Disabled;");
+    EXPECT_EQ(On(node, devices), "0");
+    EXPECT_EQ(On(node, "test -e /etc/systemd/system/gpuctl-mig.service; echo $?"), "1");
+  }
+  EXPECT_EQ(GpuctlWith(off, "check").status, 0);
+}
+
 TEST_F(FabricManagerLabTest, ADriverBranchChangeMovesFabricManagerWithIt) {
   const Result first = Gpuctl("apply --yes --run-dir " + RunDir("branch-first"));
   ASSERT_EQ(first.status, 0) << first.out;
@@ -215,10 +281,7 @@ TEST_F(FabricManagerLabTest, ADriverBranchChangeMovesFabricManagerWithIt) {
   const fs::path inventory = runs_ / "inventory-570.yaml";
   std::ofstream(inventory) << test::ReadFile(lab_->Env("LAB_INVENTORY"))
                            << "versions:\n  driver_branch: \"570\"\n";
-  const auto gpuctl = [&](const std::string& args) {
-    return Shell(std::string("NO_COLOR=1 ") + GPUCTL_BINARY + " " + args + " " +
-                 Quote(inventory.string()) + " 2>&1 </dev/null");
-  };
+  const auto gpuctl = [&](const std::string& args) { return GpuctlWith(inventory, args); };
   const Result apply = gpuctl("apply --yes --run-dir " + RunDir("branch-570"));
   ASSERT_EQ(apply.status, 0) << apply.out;
   EXPECT_EQ(On("worker1", "dpkg-query -W -f='${Version}' nvidia-fabricmanager-570"), "570.86.15-1");

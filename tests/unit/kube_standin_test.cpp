@@ -108,14 +108,23 @@ class KubeStandinTest : public ::testing::Test {
               "LAB_NODE=worker1\nLAB_ADDRESS=127.0.0.1\nLAB_MASTER_ADDRESS=127.0.0.1\n"
               "GPU_MODEL=\"NVIDIA H100 80GB HBM3\"\nGPU_COUNT=" +
                   std::to_string(kGpuCount) + "\nFAULTS=\n");
-    // The driver stand-in's nvidia-smi is another package; a tiny fake will do.
+    WriteNvidiaSmi(0);
+    StartServer();
+  }
+
+  // The driver stand-in's nvidia-smi is another package; a tiny fake of its
+  // -L will do: kGpuCount GPUs, the first with `mig` MIG 1g.10gb devices.
+  void WriteNvidiaSmi(int mig) const {
     std::string smi = "#!/bin/sh\n[ \"$1\" = -L ] || exit 0\n";
     for (int i = 0; i < kGpuCount; ++i) {
       smi += "echo 'GPU " + std::to_string(i) + ": NVIDIA H100 80GB HBM3 (UUID: GPU-0000000" +
              std::to_string(i) + "-1111-2222-3333-444444444444)'\n";
+      for (int d = 0; i == 0 && d < mig; ++d) {
+        smi += "echo '  MIG 1g.10gb     Device  " + std::to_string(d) + ": (UUID: MIG-0000000" +
+               std::to_string(d) + "-1111-5222-3333-444444444444)'\n";
+      }
     }
     WriteFile(dir_ / "gpubin/nvidia-smi", smi, fs::perms::owner_all);
-    StartServer();
   }
 
   void TearDown() override {
@@ -361,6 +370,51 @@ TEST_F(KubeStandinTest, InitJoinFlannelAndGpuOperatorGiveReadyGpuNodes) {
   Result unknown = Run("kubectl frobnicate", "master", AdminEnv());
   EXPECT_EQ(unknown.rc, 1);
   EXPECT_NE(unknown.err.find("unknown command \"frobnicate\""), std::string::npos);
+}
+
+// MIG: the device plugin advertises what nvidia-smi -L lists by the
+// operator release's mig.strategy: each MIG device as an nvidia.com/gpu
+// (single, the chart's default), or as nvidia.com/mig-<profile> beside the
+// whole GPUs (mixed).
+TEST_F(KubeStandinTest, MigDevicesFollowTheOperatorsStrategy) {
+  ASSERT_EQ(Init().rc, 0);
+  ASSERT_EQ(Join(token_, ca_hash_).rc, 0);
+  ASSERT_EQ(
+      Run(kFlannel + (LibDir() / "manifests/kube-flannel.yml").string(), "master", AdminEnv()).rc,
+      0);
+  WriteNvidiaSmi(2);  // GPU 0 in two 1g.10gb, the other three whole
+  EXPECT_EQ(Run("kubelet --once", "master").rc, 0);
+  EXPECT_EQ(Run("kubelet --once", "worker", "WITH_GPU=1").rc, 0);
+  ASSERT_EQ(
+      Run("kubectl wait --for=condition=Ready nodes --all --timeout=20s", "master", AdminEnv()).rc,
+      0);
+  ASSERT_EQ(Run("helm repo add nvidia https://helm.ngc.nvidia.com/nvidia", "master", AdminEnv()).rc,
+            0);
+  const std::string operator_install =
+      "helm upgrade --install --wait gpu-operator -n gpu-operator --create-namespace "
+      "nvidia/gpu-operator --set driver.enabled=false --set toolkit.enabled=false --timeout 60s";
+  ASSERT_EQ(Run(operator_install, "master", AdminEnv()).rc, 0);
+  const auto allocatable = [&] {
+    EXPECT_EQ(Run("kubelet --once", "worker", "WITH_GPU=1").rc, 0);
+    return Run("kubectl get node worker1 -o jsonpath='{.status.allocatable}'", "master", AdminEnv())
+        .out;
+  };
+  std::string single = allocatable();
+  EXPECT_NE(single.find(R"("nvidia.com/gpu":"2")"), std::string::npos) << single;
+  EXPECT_EQ(single.find("nvidia.com/mig-"), std::string::npos) << single;
+
+  ASSERT_EQ(Run(operator_install + " --set mig.strategy=mixed --set migManager.enabled=false",
+                "master", AdminEnv())
+                .rc,
+            0);
+  std::string mixed = allocatable();
+  EXPECT_NE(mixed.find(R"("nvidia.com/gpu":"3")"), std::string::npos) << mixed;
+  EXPECT_NE(mixed.find(R"("nvidia.com/mig-1g.10gb":"2")"), std::string::npos) << mixed;
+  // What k8s.gpu-operator's probe reads: Go's encoder sorts the keys.
+  EXPECT_EQ(Run("helm get values gpu-operator -n gpu-operator -o json", "master", AdminEnv()).out,
+            R"({"driver":{"enabled":false},"mig":{"strategy":"mixed"},)"
+            R"("migManager":{"enabled":false},"toolkit":{"enabled":false}})"
+            "\n");
 }
 
 // What apply's Kubernetes drain runs (playbooks/60-kubernetes.yaml):

@@ -58,7 +58,7 @@ TEST(ParamsRender, ALineBreakInALineOrientedValueIsAnInternalError) {
       {"cluster", [](Inventory& i) { i.cluster = "lab\nx"; }, "cluster"},
       {"gpu model",
        [](Inventory& i) {
-         i.nodes[1].hardware.gpus = GpuExpectation{"A100\nx", 8, std::nullopt};
+         i.nodes[1].hardware.gpus = GpuExpectation{"A100\nx", 8, std::nullopt, std::nullopt};
        },
        "gpu_model"},
       {"NUL in a version", [](Inventory& i) { i.versions.cudnn = std::string("9.1\0x", 5); },

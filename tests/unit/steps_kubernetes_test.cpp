@@ -253,6 +253,65 @@ TEST_F(GpuOperatorTest, VerifyNamesTheFirstNodeThatDiffers) {
   EXPECT_EQ(run.out, "node worker2 is not in the cluster (want nvidia.com/gpu 8)\n");
 }
 
+// MIG (hardware.gpus.mig): GPU 0 of worker1 in seven 1g.10gb, GPU 1 whole,
+// so the operator runs the mixed strategy and the verification counts
+// each profile's resource beside nvidia.com/gpu.
+constexpr const char* kMigInventory = R"(cluster: t
+orchestrator: kubernetes
+nodes:
+  - {name: master1, address: 198.18.0.10, os: ubuntu-22.04, roles: [master]}
+  - name: worker1
+    address: 198.18.0.11
+    os: ubuntu-22.04
+    roles: [worker]
+    hardware:
+      gpus:
+        model: NVIDIA H100 80GB HBM3
+        count: 2
+        mig: [{gpus: 0, instances: {1g.10gb: 7}}]
+)";
+
+TEST_F(GpuOperatorTest, MigLayoutsNeedTheirStrategyAndNoMigManager) {
+  StepHarness h(kMigInventory);
+  StubHelm(h, "helm/list-gpu-operator-deployed.json", "helm/values-host-driver-and-toolkit.json");
+  auto run = h.Probe("k8s.gpu-operator", "master1");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.out, "release gpu-operator does not set mig.strategy=mixed\n");
+  // helm get values -o json: Go's encoder, keys sorted.
+  const auto values = [&](const std::string& json) {
+    h.Stub("helm", "case \"$*\" in\n  *list*) cat '" +
+                       StepHarness::Fixture("helm/list-gpu-operator-deployed.json") +
+                       "' ;;\n  *values*) echo '" + json + "' ;;\n  *) exit 1 ;;\nesac");
+  };
+  values(R"({"driver":{"enabled":false},"mig":{"strategy":"mixed"},"toolkit":{"enabled":false}})");
+  run = h.Probe("k8s.gpu-operator", "master1");
+  EXPECT_EQ(run.out, "release gpu-operator does not set migManager.enabled=false\n");
+  values(R"({"driver":{"enabled":false},"mig":{"strategy":"mixed"},)"
+         R"("migManager":{"enabled":false},"toolkit":{"enabled":false}})");
+  EXPECT_EQ(h.Probe("k8s.gpu-operator", "master1").status, 0);
+}
+
+TEST_F(GpuOperatorTest, VerifyCountsEachMigProfile) {
+  StepHarness h(kMigInventory);
+  NoSleep(h);
+  // kubectl's jsonpath prints the allocatable map as compact JSON.
+  const auto nodes = [&](const std::string& mig) {
+    h.StubOutput("kubectl",
+                 "master1\t\t{\"cpu\":\"2\"}\nworker1\t1\t{\"cpu\":\"2\",\"nvidia.com/gpu\":\"1\"" +
+                     mig + "}\n");
+  };
+  nodes(R"(,"nvidia.com/mig-1g.10gb":"7")");
+  auto run = h.Verify("k8s.gpu-operator", "master1");
+  EXPECT_EQ(run.status, 0) << run.out;
+  nodes(R"(,"nvidia.com/mig-1g.10gb":"5")");
+  run = h.Verify("k8s.gpu-operator", "master1");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.out, "node worker1: allocatable nvidia.com/mig-1g.10gb is 5 (want 7)\n");
+  nodes("");
+  run = h.Verify("k8s.gpu-operator", "master1");
+  EXPECT_EQ(run.out, "node worker1: allocatable nvidia.com/mig-1g.10gb is none (want 7)\n");
+}
+
 // A plan probes this verification before a new worker joins: waiting would
 // not bring the node, so it answers at once (a plan used to stall 90 s).
 TEST_F(GpuOperatorTest, VerifyDoesNotWaitForANodeThatIsNotInTheCluster) {

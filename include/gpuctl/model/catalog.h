@@ -70,6 +70,7 @@ enum class StepCondition {
   kLeavingNodes,     // some node of the inventory has state: absent
   kResetPackages,    // `gpuctl reset --packages`: the packages gpuctl installed go too
   kSubnetManager,    // this node runs OpenSM (fabric.subnet_manager or its standby)
+  kMig,              // the node's inventory sets a MIG layout (hardware.gpus.mig), even MIG off
 };
 
 // The name a playbook's `when` uses for a condition ("has_gpus").

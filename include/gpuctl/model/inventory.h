@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gpuctl/model/diagnostic.h"
+#include "gpuctl/model/mig.h"
 
 namespace gpuctl {
 
@@ -65,6 +66,10 @@ struct GpuExpectation {
   // until NVIDIA Fabric Manager of the driver's exact version runs. Unset:
   // the admin did not say (validate warns for 8-GPU SXM models).
   std::optional<bool> nvswitch;
+  // hardware.gpus.mig: per GPU index, its MIG instances where they go (an
+  // empty list: MIG off on that GPU). nullopt: the inventory does not say,
+  // and gpuctl leaves MIG as it is.
+  std::optional<std::vector<std::vector<MigPlacement>>> mig;
 };
 
 struct IbPortExpectation {
@@ -117,6 +122,10 @@ struct Node {
   // Runs NCCL and carries its traffic: GPUs or RDMA ports (ib.nccl-env, the
   // network buffers of os.sysctl).
   [[nodiscard]] bool OnFabric() const { return GpuCount() > 0 || !hardware.ib.empty(); }
+  // The inventory sets a MIG layout, even one that turns MIG off.
+  [[nodiscard]] bool SetsMig() const { return hardware.gpus && hardware.gpus->mig.has_value(); }
+  // Some GPU of the node runs MIG instances.
+  [[nodiscard]] bool RunsMig() const;
   [[nodiscard]] bool OnNvswitch() const {
     return hardware.gpus && hardware.gpus->nvswitch.value_or(false);
   }

@@ -323,6 +323,9 @@ def load_module(profile):
     else:
         result = f"loaded {module}"
         make_device_nodes(profile)
+        # The GPUs come up reset: a MIG mode left pending takes effect now.
+        import gpuctl_mig  # noqa: E402 (imports this module)
+        gpuctl_mig.boot()
     write_text(f"{NVIDIA_RUN_DIR}/module", result + "\n")
     return result
 

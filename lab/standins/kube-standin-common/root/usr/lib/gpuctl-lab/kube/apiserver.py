@@ -114,7 +114,19 @@ def gpu_state(s, rec, ready):
     dev = rep.get("devices") or {}
     dev_ok = bool(dev.get("ok")) and int(dev.get("count") or 0) > 0
     running = bool(ready and dev_ok and not driver_ctr)
-    return {"release": rel, "driverContainer": driver_ctr, "devOk": dev_ok,
+    # The device plugin's mig.strategy (the chart's default: single): MIG
+    # devices as nvidia.com/gpu, or as nvidia.com/mig-<profile> beside the
+    # whole GPUs (mixed).
+    resources = {}
+    mig = dev.get("mig") or []
+    if running and mig:
+        if get_value(rel["values"], "mig.strategy", "single") == "mixed":
+            resources["nvidia.com/gpu"] = int(dev.get("whole") or 0)
+            for p in mig:
+                resources["nvidia.com/mig-" + p] = resources.get("nvidia.com/mig-" + p, 0) + 1
+        else:
+            resources["nvidia.com/gpu"] = len(mig)
+    return {"release": rel, "driverContainer": driver_ctr, "devOk": dev_ok, "resources": resources,
             "running": running, "count": int(dev.get("count") or 0) if running else 0,
             "product": dev.get("product") or rep.get("gpuModel") or "NVIDIA-GPU",
             "toolkit": truthy(get_value(rel["values"], "toolkit.enabled", True)),
@@ -181,6 +193,8 @@ def node_view(s, rec, t):
             labels["nvidia.com/gpu.product"] = "-".join(str(gs["product"]).split())
             labels["nvidia.com/gpu.replicas"] = "1"
         capacity["nvidia.com/gpu"] = alloc["nvidia.com/gpu"] = str(gs["count"])
+        for name, n in gs["resources"].items():
+            capacity[name] = alloc[name] = str(n)
     taints = [dict(x) for x in rec.get("taints") or []]
     if rstatus == "False":
         taints.append({"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"})

@@ -460,7 +460,7 @@ def cmd_get(args, opts):
     fmt = opts.get("output", "table")
     vals = rel["values"]
     if fmt == "json":
-        print(json.dumps(vals or None, separators=(",", ":")))
+        print(json.dumps(vals or None, separators=(",", ":"), sort_keys=True))
     else:
         print("USER-SUPPLIED VALUES:")
         sys.stdout.write(kl.dump_yaml(vals) if vals else "null\n")

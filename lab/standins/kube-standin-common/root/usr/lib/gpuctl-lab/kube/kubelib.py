@@ -849,7 +849,16 @@ def nvidia_devices():
     if r.returncode != 0 or not gpus:
         msg = (r.stdout + r.stderr).strip().splitlines()
         return {"ok": False, "count": 0, "error": msg[0] if msg else "exit %d" % r.returncode}
-    return {"ok": True, "count": len(gpus), "product": gpus[0].strip(), "listing": r.stdout}
+    # MIG devices by profile, and the GPUs that list none (whole GPUs).
+    mig, whole, current = [], 0, 0
+    for line in r.stdout.splitlines():
+        if re.match(r"GPU \d+:", line):
+            whole, current = whole + 1, 0
+        elif re.match(r" +MIG ", line):
+            mig.append(line.split()[1])
+            whole, current = whole - (current == 0), current + 1
+    return {"ok": True, "count": len(gpus), "product": gpus[0].strip(), "listing": r.stdout,
+            "mig": mig, "whole": whole}
 
 
 def cni_configured():
