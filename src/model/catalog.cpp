@@ -54,6 +54,8 @@ bool Holds(StepCondition condition, const Node& node, const Inventory& inv) {
       return node.OnNvswitch();
     case StepCondition::kMig:
       return node.SetsMig();
+    case StepCondition::kFabric:
+      return node.OnFabric();
     case StepCondition::kKernelModules:
       return node.GpuCount() > 0 || !node.hardware.ib.empty();
     case StepCondition::kHoldKernel:

@@ -445,7 +445,8 @@ const std::vector<std::string>& ConditionNames() {
       "nfs_server",    "nfs_client",       "kubernetes",     "slurm",
       "docker",        "registry_mirrors", "docker_repo",    "epel_repo",
       "hosts_file",    "nvswitch",         "kernel_modules", "hold_kernel",
-      "leaving_nodes", "reset_packages",   "subnet_manager", "mig"};
+      "leaving_nodes", "reset_packages",   "subnet_manager", "mig",
+      "fabric"};
   return kNames;
 }
 

@@ -117,6 +117,23 @@ TEST_F(ApplyLabTest, AConvergedLabIsHeldAndASecondApplySendsNoChange) {
   EXPECT_EQ(lab_->Ssh("worker1", "dpkg-query -W -f='${Status}' nvidia-driver-550").out,
             "hold ok installed");
   EXPECT_EQ(lab_->Ssh("worker2", "rpm -q --qf '%{NAME}' cuda-drivers-550").out, "cuda-drivers-550");
+  // os.memlock on the GPU nodes: services may pin memory (systemd's
+  // default), and so may an ssh login and a plain user's session where the
+  // node may raise limits at all (docs/standins.md: the lab's nodes, like
+  // the machine they run on, lack CAP_SYS_RESOURCE).
+  for (const char* node : {"worker1", "worker2"}) {
+    SCOPED_TRACE(node);
+    EXPECT_EQ(lab_->Ssh(node, "systemctl show -p DefaultLimitMEMLOCK --value").out, "infinity\n");
+    EXPECT_EQ(lab_->Ssh(node,
+                        "grep -c '^[*a-z]* [a-z]* memlock unlimited$' "
+                        "/etc/security/limits.d/90-gpuctl-memlock.conf")
+                  .out,
+              "4\n");
+    if (lab_->Ssh(node, "capsh --has-b=cap_sys_resource 2>/dev/null && echo yes").out == "yes\n") {
+      EXPECT_EQ(lab_->Ssh(node, "ulimit -l").out, "unlimited\n");
+      EXPECT_EQ(lab_->Ssh(node, "runuser -u nobody -- sh -c 'ulimit -l'").out, "unlimited\n");
+    }
+  }
 
   const Result again = Gpuctl("apply --yes {inv} --run-dir " + RunDir("second"));
   EXPECT_EQ(again.status, 0) << again.out;

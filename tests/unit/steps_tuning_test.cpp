@@ -1,7 +1,8 @@
 // The tuning steps' scripts against node files and real tool output:
 // os.sysctl (the catalog's values, runbook 003's buffers on GPU/RDMA nodes,
 // the inventory's sysctl over them; the probe names each key that differs,
-// in the file and live) and ib.nccl-env on an
+// in the file and live), os.memlock (limits.d, systemd's default, a fresh
+// session's ulimit -l) and ib.nccl-env on an
 // Ethernet-only node and with a compute interface or ib_address. Files are
 // faked in a private mount namespace (root only), tools stubbed.
 #include <gtest/gtest.h>
@@ -127,6 +128,53 @@ std::string NcclInventory(const std::string& node_keys) {
          "  - {name: m, address: 198.18.0.1, os: ubuntu-22.04, roles: [master]}\n"
          "  - name: w\n    address: 10.20.1.11\n    os: ubuntu-22.04\n    roles: [worker]\n" +
          node_keys + "    hardware:\n      gpus: {model: H100, count: 8}\n";
+}
+
+TEST_F(TuningStepsTest, MemlockNamesTheFileTheManagerAndAFreshSession) {
+  const std::string limits = "/etc/security/limits.d/90-gpuctl-memlock.conf";
+  const std::string manager = "/etc/systemd/system.conf.d/90-gpuctl-memlock.conf";
+  h.Stub("systemctl", "echo 8388608");
+  auto r = h.Probe("os.memlock", "worker1");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.out, limits + " is missing or differs\n");
+  h.File(limits,
+         "# Written by gpuctl (os.memlock): RDMA and NCCL pin the memory they move; edits are "
+         "replaced.\n* soft memlock unlimited\n* hard memlock unlimited\n"
+         "root soft memlock unlimited\nroot hard memlock unlimited\n");
+  EXPECT_EQ(h.Probe("os.memlock", "worker1").out, manager + " is missing or differs\n");
+  h.File(manager,
+         "# Written by gpuctl (os.memlock): services may pin memory (RDMA); edits are "
+         "replaced.\n[Manager]\nDefaultLimitMEMLOCK=infinity\n");
+  EXPECT_EQ(h.Probe("os.memlock", "worker1").out,
+            "systemd's DefaultLimitMEMLOCK is 8388608 (want infinity; systemd reads " + manager +
+                " when it re-executes)\n");
+  h.Stub("systemctl", "echo infinity");
+  EXPECT_EQ(h.Probe("os.memlock", "worker1").status, 0);
+  // A PAM stack without pam_limits: the files are there, a login would not
+  // get them.
+  h.File("/proc/1/status", "Name:\tsystemd\nCapBnd:\t000001ffffffffff\n");
+  h.Stub("runuser", "echo 8192");
+  r = h.Verify("os.memlock", "worker1");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.out,
+            "a new session's locked-memory limit is 8192 (want unlimited): pam_limits does "
+            "not read " +
+                limits + "\n");
+  h.Stub("runuser", "echo unlimited");
+  EXPECT_EQ(h.Verify("os.memlock", "worker1").status, 0);
+  // Without CAP_SYS_RESOURCE (bit 24) no session can raise the limit: the
+  // files and systemd's default are what is checked.
+  h.File("/proc/1/status", "Name:\tsystemd\nCapBnd:\t000001fffeffffff\n");
+  h.Stub("runuser", "echo 8192");
+  EXPECT_EQ(h.Verify("os.memlock", "worker1").status, 0);
+}
+
+TEST(MemlockTuning, OnlyNodesWithGpusOrRdmaPorts) {
+  StepHarness h(kTuningInventory);
+  const Step* step = h.catalog().Find("os.memlock");
+  ASSERT_NE(step, nullptr);
+  EXPECT_FALSE(step->AppliesTo(*h.inventory().Find("master1"), h.inventory()));
+  EXPECT_TRUE(step->AppliesTo(*h.inventory().Find("worker1"), h.inventory()));
 }
 
 TEST(NcclEnvTuning, EthernetOnlyNodeGetsSocketsOnTheComputeInterface) {

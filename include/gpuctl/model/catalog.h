@@ -71,6 +71,7 @@ enum class StepCondition {
   kResetPackages,    // `gpuctl reset --packages`: the packages gpuctl installed go too
   kSubnetManager,    // this node runs OpenSM (fabric.subnet_manager or its standby)
   kMig,              // the node's inventory sets a MIG layout (hardware.gpus.mig), even MIG off
+  kFabric,           // the node has GPUs or RDMA ports: it runs NCCL and registers memory
 };
 
 // The name a playbook's `when` uses for a condition ("has_gpus").
