@@ -253,6 +253,40 @@ TEST_F(GpuOperatorTest, VerifyNamesTheFirstNodeThatDiffers) {
   EXPECT_EQ(run.out, "node worker2 is not in the cluster (want nvidia.com/gpu 8)\n");
 }
 
+// The chart preflight: before the operator is installed or moved, the
+// chart repository's index must list the inventory's version.
+TEST_F(GpuOperatorTest, AVersionTheChartRepositoryLacksIsRefused) {
+  const std::string index = StepHarness::Fixture("helm/index-gpu-operator.yaml");
+  const auto at = [](const std::string& version) {
+    return "cluster: t\nversions: {gpu_operator: " + version +
+           "}\nnodes:\n"
+           "  - {name: master1, address: 198.18.0.10, os: ubuntu-22.04, roles: [master]}\n";
+  };
+  StepHarness missing(at("v24.3.1"));
+  missing.Stub("curl", "case \"$*\" in *https://helm.ngc.nvidia.com/nvidia/index.yaml*) cat '" +
+                           index + "' ;; *) exit 22 ;; esac");
+  StubHelm(missing, "helm/list-empty.json", "helm/values-host-driver-and-toolkit.json");
+  auto run = missing.Probe("k8s.gpu-operator", "master1");
+  EXPECT_EQ(run.status, 5);
+  EXPECT_EQ(run.out,
+            "chart repository https://helm.ngc.nvidia.com/nvidia offers no gpu-operator v24.3.1 "
+            "(it has v24.9.0, v24.6.2, v24.3.0, ...); set versions.gpu_operator to a version it "
+            "has\n");
+  // Before the cluster exists (helm cannot list): refused all the same.
+  missing.Stub("helm", "exit 1");
+  EXPECT_EQ(missing.Probe("k8s.gpu-operator", "master1").status, 5);
+  // A repository that does not answer refuses nothing.
+  missing.Stub("curl", "exit 7");
+  EXPECT_EQ(missing.Probe("k8s.gpu-operator", "master1").status, 3);
+
+  StepHarness offered(at("v24.3.0"));
+  offered.Stub("curl", "cat '" + index + "'");
+  StubHelm(offered, "helm/list-empty.json", "helm/values-host-driver-and-toolkit.json");
+  run = offered.Probe("k8s.gpu-operator", "master1");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.out, "release gpu-operator is not installed in namespace gpu-operator\n");
+}
+
 // MIG (hardware.gpus.mig): GPU 0 of worker1 in seven 1g.10gb, GPU 1 whole,
 // so the operator runs the mixed strategy and the verification counts
 // each profile's resource beside nvidia.com/gpu.
