@@ -257,6 +257,10 @@ TEST_F(FabricManagerLabTest, MigLayoutsAreMadeKeptOverRebootsAndUndone) {
   // A reboot gpuctl did not ask for: the driver loses the instances, the
   // unit makes them again before anything would use them.
   ASSERT_EQ(Shell(lab_->Tool("reboot worker2 --wait") + " 2>&1").status, 0);
+  // ssh answers before boot has finished: wait for the boot's jobs (the
+  // unit among them) rather than start anything.
+  On("worker2", "timeout 300 systemctl is-system-running --wait");
+  EXPECT_EQ(On("worker2", "systemctl is-active gpuctl-mig"), "active");
   EXPECT_EQ(On("worker2", devices), "32");
   const Result again = GpuctlWith(layout, "apply --yes --run-dir " + RunDir("mig-again"));
   EXPECT_EQ(again.status, 0) << again.out;
