@@ -101,12 +101,8 @@ std::optional<std::string> EndOfLifeAdvice(const std::string& name) {
   return std::nullopt;
 }
 
-bool Node::RunsMig() const {
-  if (!SetsMig()) {
-    return false;
-  }
-  const auto& gpus = *hardware.gpus->mig;
-  return std::any_of(gpus.begin(), gpus.end(), [](const auto& gpu) { return !gpu.empty(); });
+bool GpuExpectation::RunsMig() const {
+  return mig && std::any_of(mig->begin(), mig->end(), [](const auto& gpu) { return !gpu.empty(); });
 }
 
 const Node* Inventory::Find(const std::string& name) const {

@@ -624,9 +624,7 @@ void Reader::HardwareBlock(MapReader& m, Hardware& hardware) {
     g.nvswitch = gpus->Bool("nvswitch");
     if (gpus->Has("mig")) {
       ReadMig(source_, *gpus, g);
-      const bool runs = g.mig && std::any_of(g.mig->begin(), g.mig->end(),
-                                             [](const auto& gpu) { return !gpu.empty(); });
-      if (runs && inv_.orchestrator == Orchestrator::kSlurm) {
+      if (g.RunsMig() && inv_.orchestrator == Orchestrator::kSlurm) {
         // Slurm reaches MIG devices through gres.conf lines naming each
         // one's /dev/nvidia-caps files, which gpuctl does not write yet.
         source_.Error(gpus->ValueWhere("mig"),

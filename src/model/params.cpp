@@ -318,8 +318,7 @@ std::string MigStrategy(const Inventory& inv) {
 // mig.strategy (MigStrategy): "single" counts them as nvidia.com/gpu,
 // "mixed" as nvidia.com/mig-<profile> beside the whole GPUs; those follow
 // the count as "mig-<profile>=N" fields.
-std::string GpuCounts(const Inventory& inv) {
-  const std::string strategy = MigStrategy(inv);
+std::string GpuCounts(const Inventory& inv, const std::string& strategy) {
   std::vector<std::string> lines;
   for (const auto& n : inv.nodes) {
     if (n.absent) {
@@ -339,14 +338,14 @@ std::string GpuCounts(const Inventory& inv) {
         }
       }
     }
-    std::string line = n.name;
+    // Single: one profile, its instances the node's nvidia.com/gpu.
     if (strategy == "single" && !mig.empty()) {
-      line += " " + std::to_string(mig.begin()->second);
-    } else {
-      line += " " + std::to_string(whole);
-      for (const auto& [profile, count] : mig) {
-        line += fmt::format(" mig-{}={}", profile, count);
-      }
+      lines.push_back(Fields("gpu_counts", {n.name, std::to_string(mig.begin()->second)}));
+      continue;
+    }
+    std::string line = Fields("gpu_counts", {n.name, std::to_string(whole)});
+    for (const auto& [profile, count] : mig) {
+      line += fmt::format(" mig-{}={}", profile, count);
     }
     lines.push_back(line);
   }
@@ -556,6 +555,7 @@ ParameterTable::ParameterTable(const Inventory& inventory) : inventory_(inventor
   const Inventory& inv = inventory;
   const Versions& v = inv.versions;
   const Node* master = inv.Master();
+  const std::string mig_strategy = MigStrategy(inv);
   std::map<std::string, std::string> values = {
       {"cluster", inv.cluster},
       // The branch names the packages; the exact release, when the inventory
@@ -573,8 +573,8 @@ ParameterTable::ParameterTable(const Inventory& inventory) : inventory_(inventor
       {"gpu_operator_version", v.gpu_operator},
       {"slurm_version", v.slurm},
       {"gpu_nodes", GpuNodes(inv)},
-      {"gpu_counts", GpuCounts(inv)},
-      {"mig_strategy", MigStrategy(inv)},
+      {"gpu_counts", GpuCounts(inv, mig_strategy)},
+      {"mig_strategy", mig_strategy},
       {"pod_cidr", inv.network.pod_cidr},
       {"service_cidr", inv.network.service_cidr},
       {"subnet", inv.network.subnet},

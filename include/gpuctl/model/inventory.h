@@ -70,6 +70,8 @@ struct GpuExpectation {
   // empty list: MIG off on that GPU). nullopt: the inventory does not say,
   // and gpuctl leaves MIG as it is.
   std::optional<std::vector<std::vector<MigPlacement>>> mig;
+  // Some GPU runs MIG instances.
+  [[nodiscard]] bool RunsMig() const;
 };
 
 struct IbPortExpectation {
@@ -125,7 +127,7 @@ struct Node {
   // The inventory sets a MIG layout, even one that turns MIG off.
   [[nodiscard]] bool SetsMig() const { return hardware.gpus && hardware.gpus->mig.has_value(); }
   // Some GPU of the node runs MIG instances.
-  [[nodiscard]] bool RunsMig() const;
+  [[nodiscard]] bool RunsMig() const { return hardware.gpus && hardware.gpus->RunsMig(); }
   [[nodiscard]] bool OnNvswitch() const {
     return hardware.gpus && hardware.gpus->nvswitch.value_or(false);
   }

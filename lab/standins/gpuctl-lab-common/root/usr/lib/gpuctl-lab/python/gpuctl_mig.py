@@ -152,6 +152,11 @@ def _save_instances(gpu, gis):
     lab.write_text(INSTANCE_FILE, json.dumps(everything, sort_keys=True))
 
 
+def ci_profile_id(gi):
+    """The id of the compute instance profile that spans the whole GI (-C's)."""
+    return {1: 0, 2: 1, 3: 2, 4: 3, 7: 4}[gi["compute"]]
+
+
 def find_profile(gpu, word):
     for p in profiles(gpu.model):
         if word in (str(p.id), p.name, f"MIG {p.name}"):
@@ -173,14 +178,12 @@ def create_gi(gpu, word):
     """-cgi for one profile tuple (NAME|ID[:START]): (GI dict or None, error)."""
     name, _, start = word.partition(":")
     p = find_profile(gpu, name)
-    if p is None:
+    if p is None or (start and not start.isdigit()):
         return None, "Invalid Argument"
     gis = instances(gpu)
     compute = sum(g["compute"] for g in gis)
     same = sum(1 for g in gis if g["profile"] == p.name)
-    where = _free_start(gis, p, int(start) if start.isdigit() else None)
-    if start and not start.isdigit():
-        return None, "Invalid Argument"
+    where = _free_start(gis, p, int(start) if start else None)
     if where is None or same >= p.most or compute + p.compute > COMPUTE_SLICES:
         return None, "Insufficient Resources"
     ids = {g["id"] for g in gis}

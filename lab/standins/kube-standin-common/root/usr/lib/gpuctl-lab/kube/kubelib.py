@@ -850,15 +850,15 @@ def nvidia_devices():
         msg = (r.stdout + r.stderr).strip().splitlines()
         return {"ok": False, "count": 0, "error": msg[0] if msg else "exit %d" % r.returncode}
     # MIG devices by profile, and the GPUs that list none (whole GPUs).
-    mig, whole, current = [], 0, 0
+    mig, partitioned, gpu = [], set(), None
     for line in r.stdout.splitlines():
         if re.match(r"GPU \d+:", line):
-            whole, current = whole + 1, 0
+            gpu = line.split(":")[0]
         elif re.match(r" +MIG ", line):
             mig.append(line.split()[1])
-            whole, current = whole - (current == 0), current + 1
+            partitioned.add(gpu)
     return {"ok": True, "count": len(gpus), "product": gpus[0].strip(), "listing": r.stdout,
-            "mig": mig, "whole": whole}
+            "mig": mig, "whole": len(gpus) - len(partitioned)}
 
 
 def cni_configured():
