@@ -72,12 +72,14 @@ done
 
 # --- up to date? --------------------------------------------------------------
 # The stamp covers every source file's path, mode and content, the mirror list,
-# this script and the mode; the host's package set is not in it (a node's base is
+# this script, the mode and the running kernel; the host's package set is not in it (a node's base is
 # the host, so a package the host gained is simply not needed any more).
 stamp() {
   (
     cd "$here"
     echo "mirror=$mirror"
+    # The running kernel's headers packages are named after it.
+    echo "kernel=$(uname -r)"
     { find standins mirror build-repo.sh mirror-debs.list \( -type f -o -type l \) 2>/dev/null || true; } |
       sort | while read -r f; do
         if [ -L "$f" ]; then echo "L $f $(readlink "$f")"
@@ -222,7 +224,7 @@ build_rpm() { # stage repo-spec
   local spec=$work/$name-$version-$release.spec top=$work/rpmbuild-$name-$version-$release
   local owned_elsewhere
   # shellcheck disable=SC2086,SC2116 # the list on one line, a blank each side
-  owned_elsewhere=" $(echo $system_dirs) "
+  owned_elsewhere=" $(echo $system_dirs) ${PKG_RPM_UNOWNED_DIRS:-} "
   {
     echo "Name: $name"
     [ -n "$epoch" ] && echo "Epoch: $epoch"
@@ -273,7 +275,7 @@ build_one() ( # dir variant
   set -euo pipefail
   dir=$1
   unset PKG_NAME PKG_VERSION PKG_VERSION_RPM PKG_SUMMARY PKG_DEB_DEPENDS PKG_RPM_REQUIRES PKG_PROVIDES \
-    PKG_CONFLICTS PKG_DEB_CONFLICTS PKG_DEB_REPLACES PKG_DEB_CONFFILES PKG_RPM_NAME PKG_FORMATS PKG_ARCH PKG_REPO \
+    PKG_CONFLICTS PKG_DEB_CONFLICTS PKG_DEB_REPLACES PKG_DEB_CONFFILES PKG_RPM_NAME PKG_RPM_UNOWNED_DIRS PKG_FORMATS PKG_ARCH PKG_REPO \
     PKG_REPO_DEB PKG_REPO_RPM
   unset -f pkg_variants pkg_stage
   PKG_VARIANT=$2 PKG_DIR=$dir

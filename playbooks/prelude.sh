@@ -707,6 +707,78 @@ kernel_next() {
   [ -n "$kernel_next_v" ] || kernel_next_v=${GPUCTL_FACT_KERNEL:-$(uname -r)}
 }
 
+# Headers of the running kernel, which a package that builds a module with
+# DKMS at install (the NVIDIA driver) needs: without them its install fails
+# (apt: the postinst's build) or leaves no module (dnf), and the node boots
+# with no driver. Ubuntu's server image has them; minimal and cloud images,
+# and Rocky (kernel-devel is not in a default install), do not. And the
+# archive keeps them only for the kernels it still has: a node that runs an
+# older kernel than its repositories' may find none.
+# headers_have: the running kernel has them (DKMS's own test).
+headers_have() {
+  [ -d "/lib/modules/${GPUCTL_FACT_KERNEL:-$(uname -r)}/build/include" ]
+}
+
+# headers_pkg: sets _hp to the package that holds the running kernel's
+# headers (linux-headers-K; kernel-devel-K on dnf, which EL reads as name,
+# version, release and arch), and _po to its versions the node is offered:
+# apt's sources (pkg_offers); on dnf the node's repositories, from their
+# metadata when dnf has it, else read into the batch's scratch directory.
+# Fails when the answer cannot be known.
+headers_pkg() {
+  _hk=${GPUCTL_FACT_KERNEL:-$(uname -r)} _po=''
+  case "$GPUCTL_OS_FAMILY" in
+    debian)
+      _hp=linux-headers-$_hk
+      pkg_offers "" "$_hp" ;;
+    rhel)
+      _hp=kernel-devel-$_hk
+      set -- --disableexcludes=all repoquery --qf '%{version}-%{release}' -- "$_hp"
+      if ! _po=$(dnf -q -C "$@" 2>/dev/null); then
+        [ -n "${_gf_tmp:-}" ] || return 1
+        mkdir -p "$_gf_tmp/own-dnf" || return 1
+        _po=$(dnf -q --disableplugin='*' --setopt=cachedir="$_gf_tmp/own-dnf/cache" \
+          --setopt=persistdir="$_gf_tmp/own-dnf/persist" --setopt=logdir="$_gf_tmp/own-dnf" \
+          "$@" 2>/dev/null) || return 1
+      fi ;;
+    *) return 1 ;;
+  esac
+}
+
+# headers_need WHAT: the preflight of a DKMS build at install (WHAT: "the
+# NVIDIA module"): refuses (exit 5) when the running kernel has no headers
+# and the node's repositories offer none; returns when it has them, when
+# they are offered, or when that cannot be known.
+headers_need() {
+  ! headers_have || return 0
+  headers_pkg || return 0
+  [ -z "$_po" ] || return 0
+  echo "the running kernel $_hk has no headers and the node's repositories offer none ($_hp): DKMS cannot build $1 for it; add a repository that has them, or boot a kernel they have headers for"
+  exit 5
+}
+
+# headers_install: installs the running kernel's headers when it has none,
+# before a package whose install builds a module with DKMS. Past a kernel
+# hold's excludepkgs (kernel.hold) on dnf, which would hide them.
+headers_install() {
+  ! headers_have || return 0
+  _hk=${GPUCTL_FACT_KERNEL:-$(uname -r)}
+  case "$GPUCTL_OS_FAMILY" in
+    debian) pkg_install "linux-headers-$_hk" ;;
+    rhel) pkg_install --disableexcludes=main "kernel-devel-$_hk" ;;
+  esac
+}
+
+# settle_tries N: how many times a verification that waits for something to
+# settle looks (a device plugin advertising GPUs, an exporter's first
+# scrape, a subnet manager's first sweep), a second apart or more: N during
+# apply, where it follows changes of the same run (gpuctl sets GPUCTL_SETTLE
+# for re-probes and verifications); once in plan and check, which report
+# what is there now rather than wait for what may never come.
+settle_tries() {
+  if [ -n "${GPUCTL_SETTLE:-}" ]; then _st=$1; else _st=1; fi
+}
+
 # pkg_versions NAME PREFIX: the versions of NAME the repositories offer that
 # are of the series PREFIX (version_in), newest first. Refreshes apt's lists
 # once when they have none.

@@ -201,6 +201,11 @@ ItemState Prober::Run(const Step& step, PlanItem& item, const std::string& scrip
   if (!AddInputs(step, item, env, activity)) {
     return item.state;
   }
+  // Only apply probes or verifies one item at a time, after changes of its
+  // own run: what those changes set going (a pod, a daemon's first sweep)
+  // may be waited for (the prelude's settle_tries). The batches of plan and
+  // check report what is there now.
+  env.insert_or_assign(std::string(kSettleVariable), "1");
   return Record(item, runner_.RunStep(item.node, step.id, activity, script, env), activity);
 }
 

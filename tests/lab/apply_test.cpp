@@ -117,6 +117,17 @@ TEST_F(ApplyLabTest, AConvergedLabIsHeldAndASecondApplySendsNoChange) {
   EXPECT_EQ(lab_->Ssh("worker1", "dpkg-query -W -f='${Status}' nvidia-driver-550").out,
             "hold ok installed");
   EXPECT_EQ(lab_->Ssh("worker2", "rpm -q --qf '%{NAME}' cuda-drivers-550").out, "cuda-drivers-550");
+  // The fresh nodes had no headers for the kernel they run; gpu.driver
+  // installed them first (each family's package for it), so DKMS built the
+  // module for that kernel, which the driver loaded at the reboot.
+  EXPECT_EQ(lab_->Ssh("worker1", "dpkg-query -W -f='${Status}' linux-headers-$(uname -r)").out,
+            "install ok installed");
+  EXPECT_EQ(lab_->Ssh("worker2", "rpm -q kernel-devel-$(uname -r) >/dev/null; echo $?").out, "0\n");
+  for (const char* node : {"worker1", "worker2"}) {
+    EXPECT_NE(lab_->Ssh(node, "dkms status -k $(uname -r)").out.find(": installed"),
+              std::string::npos)
+        << node;
+  }
   // os.memlock on the GPU nodes: services may pin memory (systemd's
   // default), and so may an ssh login and a plain user's session where the
   // node may raise limits at all (docs/standins.md: the lab's nodes, like

@@ -164,10 +164,11 @@ TEST_F(GpuStackLabTest, StackFabricAndMonitoringConvergeOnBothFamilies) {
   // repository offers is invisible to upgrades, and visible again without
   // the excludes; OFED's too (the lab repository has 24.01 and 23.10 only,
   // so there is no newer one to hide).
+  // And the running kernel's headers, which gpu.driver installed for the
+  // driver's DKMS build (kernel.hold).
   const std::string held = On("worker1", "apt-mark showhold | sort | tr '\\n' ' '");
-  EXPECT_EQ(held,
-            "libnvidia-compute-550 mlnx-ofed-all nvidia-dkms-550 nvidia-driver-550 "
-            "nvidia-utils-550");
+  EXPECT_EQ(held, "libnvidia-compute-550 linux-headers-" + On("worker1", "uname -r") +
+                      " mlnx-ofed-all nvidia-dkms-550 nvidia-driver-550 nvidia-utils-550");
   EXPECT_NE(On("worker2", "grep '^excludepkgs=' /etc/dnf/dnf.conf").find("mlnx-ofed-all"),
             std::string::npos);
   EXPECT_EQ(On("worker2", "dnf -q check-update 'cuda-drivers*' 'kmod-nvidia*'; echo rc=$?"),

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -29,8 +30,11 @@ struct Result {
   std::string out;  // stdout (stderr goes to the test log)
 };
 
+// With GPUCTL_LAB_TIMES naming a file, each command's wall time is
+// appended there: where a lab test's minutes go, without a profiler.
 inline Result Shell(const std::string& command) {
   Result result;
+  const auto start = std::chrono::steady_clock::now();
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return result;
   char buffer[4096];
@@ -38,6 +42,13 @@ inline Result Shell(const std::string& command) {
   while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) result.out.append(buffer, n);
   const int status = pclose(pipe);
   result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (const char* times = std::getenv("GPUCTL_LAB_TIMES"); times != nullptr && *times != '\0') {
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
+    std::ofstream(times, std::ios::app)
+        << std::fixed << std::setprecision(1) << took.count() << " s\t"
+        << (test != nullptr ? test->name() : "-") << "\t" << command.substr(0, 200) << "\n";
+  }
   return result;
 }
 
@@ -214,7 +225,15 @@ class LabCase : public ::testing::Test {
     runs_ = fs::path(lab_->Env("LAB_STATE")) / "test-runs";
   }
   void TearDown() override {
-    if (lab_ != nullptr) lab_->Down(/*purge=*/true);
+    if (lab_ == nullptr) return;
+    // GPUCTL_LAB_KEEP_RUNS: the runs' journals outlive the purge, to be
+    // read for step timings.
+    if (const char* keep = std::getenv("GPUCTL_LAB_KEEP_RUNS"); keep != nullptr && *keep != '\0') {
+      std::error_code ignored;
+      fs::create_directories(keep, ignored);
+      fs::copy(runs_, fs::path(keep) / lab_->name(), fs::copy_options::recursive, ignored);
+    }
+    lab_->Down(/*purge=*/true);
   }
 
   // gpuctl ARGS INVENTORY, stdout and stderr together, no stdin.

@@ -11,6 +11,7 @@
 
 #include "cluster_builder.h"
 #include "gpuctl/run/phase.h"
+#include "gpuctl/run/prober.h"
 #include "gpuctl/transport/fake_transport.h"
 
 namespace gpuctl {
@@ -226,6 +227,25 @@ TEST_F(ExecutorTest, EachChangeIsFollowedByItsVerification) {
       EXPECT_EQ(records[i + 1].command.script, "verify" + step);
     }
   }
+}
+
+TEST_F(ExecutorTest, OnlyWhatFollowsAChangeMayWaitForItToSettle) {
+  // A verification after a change carries GPUCTL_SETTLE; the probe batch
+  // before any change (what plan and check run too) does not.
+  Apply();
+  int verifications = 0;
+  for (const auto& record : transport.RecordsFor("worker1")) {
+    const std::string& script = record.command.script;
+    const bool settle = record.command.env.count(std::string(kSettleVariable)) != 0;
+    if (script.rfind("verify ", 0) == 0) {
+      ++verifications;
+      EXPECT_TRUE(settle) << script;
+    } else if (script.find("probe ") != std::string::npos) {
+      EXPECT_FALSE(settle) << script;
+      EXPECT_EQ(script.find(kSettleVariable), std::string::npos) << script;
+    }
+  }
+  EXPECT_GT(verifications, 0);
 }
 
 // A node that fails before apply (its lock is held by another run) has no

@@ -104,5 +104,84 @@ TEST(PreflightTest, TheRefusalShowsTheNewestThreeAndTheRepositorysName) {
             "...); set versions.cuda to a CUDA it has\n");
 }
 
+// The running kernel's headers (for the driver's DKMS build at install): a
+// node without them is refused when its sources offer none, and needs only a
+// change when they do or when it has them. The kernel is one this machine
+// has no /lib/modules for.
+constexpr const char* kKernel = "5.15.0-200-generic";
+
+void FreshNodeOfKernel(StepHarness& h, const std::string& headers_madison) {
+  h.SetEnv("GPUCTL_FACT_KERNEL", kKernel);
+  h.Stub("dpkg-query", "exit 1");
+  h.StubOutput("policy-text", kPolicyRead);
+  h.StubOutput("headers-madison", headers_madison);
+  h.Stub("apt-cache", "case \"$1 $2\" in\n  'madison nvidia-driver-550') cat '" +
+                          StepHarness::Fixture("apt/apt-cache-madison-nvidia-driver-550.txt") +
+                          "' ;;\n  'madison linux-headers-'*) headers-madison ;;\n"
+                          "  policy*) policy-text ;;\nesac");
+}
+
+TEST(PreflightTest, ARunningKernelWithoutHeadersTheSourcesLackIsRefused) {
+  StepHarness h(PreflightInventory("550"));
+  FreshNodeOfKernel(h, "");
+  const auto run = h.Probe("gpu.driver", "u");
+  EXPECT_EQ(run.status, 5);
+  EXPECT_EQ(run.out,
+            "the running kernel 5.15.0-200-generic has no headers and the node's repositories "
+            "offer none (linux-headers-5.15.0-200-generic): DKMS cannot build the NVIDIA module "
+            "for it; add a repository that has them, or boot a kernel they have headers for\n");
+}
+
+TEST(PreflightTest, HeadersTheSourcesOfferOrTheNodeHasNeedOnlyTheChange) {
+  StepHarness offered(PreflightInventory("550"));
+  FreshNodeOfKernel(offered,
+                    " linux-headers-5.15.0-200-generic | 5.15.0-200.210 | "
+                    "http://archive.ubuntu.com/ubuntu jammy-updates/main amd64 Packages\n");
+  auto run = offered.Probe("gpu.driver", "u");
+  EXPECT_EQ(run.status, 1) << run.out;
+  EXPECT_EQ(run.out, "nvidia-driver-550 is not installed\n");
+
+  if (const std::string why = StepHarness::CanFakeFiles(); !why.empty()) GTEST_SKIP() << why;
+  StepHarness installed(PreflightInventory("550"));
+  FreshNodeOfKernel(installed, "");
+  installed.File(std::string("/lib/modules/") + kKernel + "/build/include/generated/utsrelease.h",
+                 "#define UTS_RELEASE \"5.15.0-200-generic\"\n");
+  run = installed.Probe("gpu.driver", "u");
+  EXPECT_EQ(run.status, 1) << run.out;
+  EXPECT_EQ(run.out, "nvidia-driver-550 is not installed\n");
+}
+
+TEST(PreflightTest, OnDnfTheKernelDevelOfTheRunningReleaseIsAsked) {
+  const std::string inventory =
+      "cluster: t\nversions: {driver: \"550\", cuda: \"12.4\"}\nnodes:\n"
+      "  - {name: m, address: 198.18.0.1, os: rocky-9, roles: [master]}\n"
+      "  - name: r\n    address: 198.18.0.2\n    os: rocky-9\n    roles: [worker]\n"
+      "    hardware: {gpus: {model: \"NVIDIA H100 80GB HBM3\", count: 1}}\n";
+  for (const bool offered : {false, true}) {
+    SCOPED_TRACE(offered ? "offered" : "not offered");
+    StepHarness h(inventory);
+    h.SetEnv("GPUCTL_FACT_KERNEL", "5.14.0-427.13.1.el9_4.x86_64");
+    h.Stub("rpm", "exit 1");
+    // The driver's own preflight cannot read repository cuda here (no
+    // batch scratch); dnf's metadata answers for the headers:
+    // kernel-devel-K, EL's name, version, release and arch of them.
+    h.Stub("dnf", std::string("case \"$*\" in\n") +
+                      "  *'-C '*' -- kernel-devel-5.14.0-427.13.1.el9_4.x86_64') " +
+                      (offered ? "echo 5.14.0-427.13.1.el9_4" : ":") + " ;;\n  *) exit 1 ;;\nesac");
+    const auto run = h.Probe("gpu.driver", "r");
+    if (offered) {
+      EXPECT_EQ(run.status, 1) << run.out;
+      EXPECT_EQ(run.out.find("refused"), std::string::npos) << run.out;
+    } else {
+      EXPECT_EQ(run.status, 5) << run.out;
+      EXPECT_EQ(run.out,
+                "the running kernel 5.14.0-427.13.1.el9_4.x86_64 has no headers and the node's "
+                "repositories offer none (kernel-devel-5.14.0-427.13.1.el9_4.x86_64): DKMS "
+                "cannot build the NVIDIA module for it; add a repository that has them, or boot "
+                "a kernel they have headers for\n");
+    }
+  }
+}
+
 }  // namespace
 }  // namespace gpuctl

@@ -1,7 +1,7 @@
 // The dkms stand-in, as Ubuntu 22.04's DKMS 2.8.7 and EPEL 9's 3.1.4: the
 // real status lines, modules installed where each distribution's DKMS puts
-// them, the real headers-missing error and exit codes, and the lab's one
-// exception (the running kernel counts as having headers).
+// them, the real headers-missing error and exit codes, for the running kernel
+// as for any other.
 #include <gtest/gtest.h>
 #include <sys/utsname.h>
 
@@ -36,6 +36,12 @@ class DkmsStandin : public ::testing::Test {
     }
     node_.Write("usr/src/nvidia-550.54.14/dkms.conf", conf);
     node_.Profile("LAB_NODE=gpu-01\n");
+    RunningHeaders();
+  }
+  // What linux-headers-$(uname -r) / kernel-devel of the running kernel add.
+  void RunningHeaders() const {
+    std::filesystem::create_directories(node_.root() /
+                                        ("lib/modules/" + running_ + "/build/include"));
   }
   // Which real DKMS the tool is: the version file its package ships.
   void Release(const std::string& version) const {
@@ -178,7 +184,21 @@ TEST_F(DkmsStandin, HeadersArrivingLetAutoinstallBuildForTheNextKernel) {
     EXPECT_EQ(Lines(Dkms("status").out).size(), 2u);  // the running kernel's and K's
     ASSERT_EQ(Dkms("remove -m nvidia -v 550.54.14 --all").status, 0);
     std::filesystem::remove_all(node_.root() / "lib/modules");
+    RunningHeaders();
   }
+}
+
+TEST_F(DkmsStandin, TheRunningKernelWithoutHeadersGetsNoModuleEither) {
+  std::filesystem::remove_all(node_.root() / "lib/modules");
+  Release("2.8.7");
+  RunResult install = Dkms("install -m nvidia -v 550.54.14", true);
+  EXPECT_EQ(install.status, 1);
+  EXPECT_NE(
+      install.out.find("Error! Your kernel headers for kernel " + running_ + " cannot be found."),
+      std::string::npos)
+      << install.out;
+  EXPECT_EQ(Dkms("status").out, "nvidia/550.54.14: added\n");
+  EXPECT_FALSE(Exists(Installed(false, running_, "nvidia")));
 }
 
 TEST_F(DkmsStandin, RemoveTakesTheModuleOutOfEveryKernelAndTheTree) {

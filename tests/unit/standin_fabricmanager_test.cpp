@@ -22,7 +22,7 @@ class FabricManagerStandin : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!HavePython()) GTEST_SKIP() << "/usr/bin/python3 missing: the stand-ins need it";
-    node_.Write("usr/lib/gpuctl-lab/nvidia/module-version", std::string(kDriver) + "\n");
+    node_.Driver(std::string(kDriver));
     node_.Write("usr/lib/gpuctl-lab/nvidia/nvml-version", std::string(kDriver) + "\n");
     node_.Write("etc/modprobe.d/blacklist-nouveau.conf", "blacklist nouveau\n");
     Board("H100", true);

@@ -21,7 +21,7 @@ class MigStandin : public ::testing::Test {
     if (!HavePython()) GTEST_SKIP() << "/usr/bin/python3 missing: the stand-ins need it";
     if (geteuid() != 0) GTEST_SKIP() << "nvidia-smi -mig needs root, as the real one does";
     node_.Profile("LAB_NODE=gpu-01\nGPU_MODEL=H100\nGPU_COUNT=2\n");
-    node_.Write("usr/lib/gpuctl-lab/nvidia/module-version", "550.54.15\n");
+    node_.Driver("550.54.15");
     node_.Write("usr/lib/gpuctl-lab/nvidia/nvml-version", "550.54.15\n");
     node_.Write("etc/modprobe.d/blacklist-nouveau.conf", "blacklist nouveau\n");
     Boot();

@@ -4,6 +4,7 @@
 // (GPUCTL_LAB_PROFILE). Nothing is installed; the tools never touch the host.
 #pragma once
 
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -90,6 +91,17 @@ class StandinNode {
   }
 
   void Profile(const std::string& text) const { Write("etc/gpuctl-lab/profile.env", text); }
+
+  // The NVIDIA driver VERSION installed as its DKMS package leaves it: the
+  // module's version file and the module DKMS built for the running kernel
+  // (the boot unit loads nothing without it).
+  void Driver(const std::string& version) const {
+    Write("usr/lib/gpuctl-lab/nvidia/module-version", version + "\n");
+    struct utsname u {};
+    uname(&u);
+    Write(std::string("lib/modules/") + u.release + "/updates/dkms/nvidia.ko",
+          "placeholder nvidia " + version + "\n");
+  }
 
   // Runs a tool by its path in the source tree ("nvidia-utils/root/usr/bin/
   // nvidia-smi"), through /usr/bin/python3 or /bin/sh per its first line.

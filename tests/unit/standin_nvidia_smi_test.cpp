@@ -31,7 +31,7 @@ class NvidiaSmiStandin : public ::testing::Test {
   // nouveau, reboot": the boot step loads the module.
   void InstallAndBoot(const std::string& profile, const std::string& version = "580.159.04") {
     node_.Profile(profile);
-    node_.Write("usr/lib/gpuctl-lab/nvidia/module-version", version + "\n");
+    node_.Driver(version);
     node_.Write("usr/lib/gpuctl-lab/nvidia/nvml-version", version + "\n");
     node_.Write("etc/modprobe.d/blacklist-nouveau.conf", "blacklist nouveau\n");
     Boot();
@@ -176,7 +176,7 @@ TEST_F(NvidiaSmiStandin, DriverWorksOnlyAfterBootWithNouveauBlacklisted) {
       "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure "
       "that the latest NVIDIA driver is installed and running.\n\n";
   node_.Profile(kOneH100);
-  node_.Write("usr/lib/gpuctl-lab/nvidia/module-version", "550.127.05\n");
+  node_.Driver("550.127.05");
   node_.Write("usr/lib/gpuctl-lab/nvidia/nvml-version", "550.127.05\n");
   RunResult before = Smi("-L");
   EXPECT_EQ(before.status, 9) << "installed but not rebooted";
@@ -193,9 +193,26 @@ TEST_F(NvidiaSmiStandin, DriverWorksOnlyAfterBootWithNouveauBlacklisted) {
   EXPECT_EQ(Smi("-L").status, 9);
 }
 
+TEST_F(NvidiaSmiStandin, ADriverDkmsBuiltForNoRunningKernelDoesNotLoad) {
+  // The package installed while the running kernel had no headers: its
+  // version file is there, no module under /lib/modules/$(uname -r).
+  node_.Profile(kOneH100);
+  node_.Driver("550.127.05");
+  node_.Write("usr/lib/gpuctl-lab/nvidia/nvml-version", "550.127.05\n");
+  node_.Write("etc/modprobe.d/nouveau.conf", "blacklist nouveau\n");
+  std::filesystem::remove_all(node_.root() / "lib/modules");
+  Boot();
+  EXPECT_EQ(Smi("-L").status, 9);
+  const std::string state = node_.Run(kDriverState, "").out;
+  EXPECT_NE(
+      state.find("reason=modprobe: FATAL: Module nvidia not found in directory /lib/modules/"),
+      std::string::npos)
+      << state;
+}
+
 TEST_F(NvidiaSmiStandin, NewLibraryOverOldModuleIsAVersionMismatch) {
   InstallAndBoot(kOneH100, "550.127.05");
-  node_.Write("usr/lib/gpuctl-lab/nvidia/module-version", "570.86.15\n");
+  node_.Driver("570.86.15");
   node_.Write("usr/lib/gpuctl-lab/nvidia/nvml-version", "570.86.15\n");
   RunResult r = Smi("-L");
   EXPECT_EQ(r.status, 18);

@@ -110,7 +110,7 @@ class MpirunStandin : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!HavePython()) GTEST_SKIP() << "/usr/bin/python3 missing: the stand-ins need it";
-    node_.Write("usr/lib/gpuctl-lab/nvidia/module-version", "550.127.05\n");
+    node_.Driver("550.127.05");
     node_.Write("usr/lib/gpuctl-lab/nvidia/nvml-version", "550.127.05\n");
     node_.Write("etc/modprobe.d/blacklist-nouveau.conf", "blacklist nouveau\n");
     node_.Profile(

@@ -26,12 +26,30 @@ std::string DriverVersionInventory(const std::string& driver) {
          "    hardware: {gpus: {model: \"NVIDIA H100 80GB HBM3\", count: 1}}\n";
 }
 
+constexpr const char* kKernel = "5.14.0-427.13.1.el9_4.x86_64";
+
+// Where `first` and `second` are in `text`, `first` comes before `second`.
+::testing::AssertionResult InOrder(const std::string& text, const std::string& first,
+                                   const std::string& second) {
+  const auto a = text.find(first);
+  const auto b = text.find(second);
+  if (a == std::string::npos || b == std::string::npos || a > b) {
+    return ::testing::AssertionFailure()
+           << "want \"" << first << "\" before \"" << second << "\" in\n"
+           << text;
+  }
+  return ::testing::AssertionSuccess();
+}
+
 class DriverVersionStepTest : public ::testing::Test {
  protected:
   // The H100 capture's nvidia-smi (driver 580.159.04, one GPU), and the
   // driver metapackage installed at VERSION on both families.
   static void Node(StepHarness& h, const std::string& version) {
     h.UseStub("nvidia-smi");
+    // A running kernel without headers (this machine has no /lib/modules
+    // for it): the change installs them before the driver.
+    h.SetEnv("GPUCTL_FACT_KERNEL", kKernel);
     h.SetEnv("STUB_CSV", StepHarness::Fixture("nvidia-smi/h100-80gb-hbm3/query_csv.txt"));
     h.SetEnv("CALLS", (h.dir() / "calls").string());
     h.Stub("dpkg-query",
@@ -138,6 +156,10 @@ TEST_F(DriverVersionStepTest, AptPinsEveryPackageOfTheReleaseAndMayDowngrade) {
   h.Stub("dpkg", "exit 0");
   const auto run = h.Change("gpu.driver", "u");
   ASSERT_EQ(run.status, 0) << run.out;
+  // The running kernel's headers first, for the driver's DKMS build.
+  EXPECT_TRUE(InOrder(Slurp(h.dir() / "calls"),
+                      std::string(" install linux-headers-") + kKernel + "\n",
+                      " install --allow-downgrades nvidia-driver-550"));
   const std::string v = "=550.54.15-0ubuntu1";
   EXPECT_NE(
       Slurp(h.dir() / "calls")
@@ -168,23 +190,29 @@ TEST_F(DriverVersionStepTest, DnfInstallsTheReleasesBranchMetapackage) {
   // NVIDIA's repository: cuda-drivers-580 at two releases, past the hold.
   StepHarness h(DriverVersionInventory("580.95.05"));
   Node(h, "580.159.04-1");
+  // The running kernel's headers (kernel-devel-K), past the kernel
+  // hold's excludes.
   h.Stub("dnf",
          "echo \"dnf $*\" >>\"$CALLS\"\n"
          "case \"$*\" in *repoquery*) printf '%s\\n' 580.159.04-1 580.95.05-1 ;; esac");
   ASSERT_EQ(h.Change("gpu.driver", "r").status, 0);
-  EXPECT_NE(Slurp(h.dir() / "calls")
-                .find("dnf -y -q --disableexcludes=main --allowerasing install "
-                      "cuda-drivers-580-580.95.05-1\n"),
-            std::string::npos)
-      << Slurp(h.dir() / "calls");
+  EXPECT_TRUE(InOrder(
+      Slurp(h.dir() / "calls"),
+      std::string("dnf -y -q install --disableexcludes=main kernel-devel-") + kKernel + "\n",
+      "dnf -y -q --disableexcludes=main --allowerasing install "
+      "cuda-drivers-580-580.95.05-1\n"));
 
   // A branch installs the branch's metapackage, as before.
   StepHarness branch(DriverVersionInventory("580"));
   Node(branch, "");
   branch.Stub("dnf", "echo \"dnf $*\" >>\"$CALLS\"");
   ASSERT_EQ(branch.Change("gpu.driver", "r").status, 0);
-  EXPECT_EQ(Slurp(branch.dir() / "calls"),
-            "dnf -y -q --disableexcludes=main --allowerasing install cuda-drivers-580\n");
+  const std::string calls = Slurp(branch.dir() / "calls");
+  EXPECT_NE(
+      calls.find("\ndnf -y -q --disableexcludes=main --allowerasing install cuda-drivers-580\n"),
+      std::string::npos)
+      << calls;
+  EXPECT_EQ(calls.find("cuda-drivers-580-"), std::string::npos) << calls;
 }
 
 }  // namespace

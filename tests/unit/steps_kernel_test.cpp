@@ -167,11 +167,24 @@ TEST(KernelSteps, HoldNamesTheUnheldKernelPackagesAndUnattendedUpgrades) {
 
 TEST(KernelSteps, HoldIsDoneWithEverythingHeldOrNothingToHold) {
   StepHarness h(KernelInventory("ubuntu-22.04", kGpus));
+  h.Stub("nvidia-smi", "exit 0");  // the driver is installed
   h.StubOutput("dpkg-query", "hi  linux-image-generic\nhi  linux-image-5.15.0-105-generic\n");
   EXPECT_EQ(h.Probe("kernel.hold", "w").status, 0);
   // A node with no kernel package (a container, a kernel built by hand).
   h.StubOutput("dpkg-query", "", 1);
   EXPECT_EQ(h.Probe("kernel.hold", "w").status, 0);
+}
+
+TEST(KernelSteps, OnAGpuNodeWithoutTheDriverWhatToHoldIsKnownAfterIt) {
+  // Nothing to hold yet, no driver and no headers for the running kernel
+  // (one this machine has no /lib/modules for): gpu.driver will install
+  // them, so the hold is known after it has run.
+  StepHarness h(KernelInventory("ubuntu-22.04", kGpus));
+  h.SetEnv("GPUCTL_FACT_KERNEL", "5.15.0-200-generic");
+  h.StubOutput("dpkg-query", "", 1);
+  const auto run = h.Probe("kernel.hold", "w");
+  EXPECT_EQ(run.status, 3);
+  EXPECT_EQ(run.out, "the running kernel's headers come with the NVIDIA driver (gpu.driver)\n");
 }
 
 TEST(KernelSteps, HoldOnDnfLocksTheKernelsNames) {

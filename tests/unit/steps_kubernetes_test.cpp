@@ -12,6 +12,7 @@
 namespace gpuctl {
 namespace {
 
+using testing::Slurp;
 using testing::StepHarness;
 
 // master1, worker1 and worker2 as in the fixtures; worker2's GPU count and the
@@ -239,6 +240,32 @@ TEST_F(GpuOperatorTest, VerifyPassesWhenEveryGpuNodeAdvertisesItsCount) {
   EXPECT_EQ(run.status, 0) << run.out;
 }
 
+TEST_F(GpuOperatorTest, OnlyApplyWaitsForTheDevicePluginToAdvertise) {
+  // kubectl answers "no GPUs on worker2" twice, then every count: a device
+  // plugin that starts after the change. CALLS counts the looks.
+  const auto stub = [](StepHarness& h) {
+    h.Stub("sleep", "exit 0");
+    h.SetEnv("CALLS", (h.dir() / "calls").string());
+    h.Stub("kubectl", "echo x >>\"$CALLS\"\nif [ \"$(wc -l <\"$CALLS\")\" -le 2 ]; then cat '" +
+                          StepHarness::Fixture("kubectl/gpu-worker2-no-gpu.txt") + "'; else cat '" +
+                          StepHarness::Fixture("kubectl/gpu-all-ready.txt") + "'; fi");
+  };
+  // Plan and check (no GPUCTL_SETTLE): one look, what is there now.
+  StepHarness now(KubernetesInventory());
+  stub(now);
+  auto run = now.Verify("k8s.gpu-operator", "master1");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.out, "node worker2: allocatable nvidia.com/gpu is none (want 8)\n");
+  EXPECT_EQ(Slurp(now.dir() / "calls"), "x\n");
+  // Apply's verification after the change: it polls until they appear.
+  StepHarness after(KubernetesInventory());
+  stub(after);
+  after.SetEnv("GPUCTL_SETTLE", "1");
+  run = after.Verify("k8s.gpu-operator", "master1");
+  EXPECT_EQ(run.status, 0) << run.out;
+  EXPECT_EQ(Slurp(after.dir() / "calls"), "x\nx\nx\n");
+}
+
 TEST_F(GpuOperatorTest, VerifyNamesTheFirstNodeThatDiffers) {
   StepHarness h(KubernetesInventory());
   NoSleep(h);
@@ -357,9 +384,10 @@ TEST_F(GpuOperatorTest, VerifyDoesNotWaitForANodeThatIsNotInTheCluster) {
   EXPECT_EQ(run.status, 1);
   EXPECT_EQ(run.out, "node worker2 is not in the cluster (want nvidia.com/gpu 8)\n");
   EXPECT_FALSE(std::filesystem::exists(slept));
-  // A node that is there but has no GPUs yet is waited for (the device
-  // plugin starts some seconds after its pod).
+  // A node that is there but has no GPUs yet is waited for after a change
+  // (the device plugin starts some seconds after its pod).
   h.StubFixture("kubectl", "kubectl/gpu-worker2-no-gpu.txt");
+  h.SetEnv("GPUCTL_SETTLE", "1");
   run = h.Verify("k8s.gpu-operator", "master1");
   EXPECT_EQ(run.status, 1);
   EXPECT_TRUE(std::filesystem::exists(slept));

@@ -41,7 +41,7 @@ class MigStepTest : public ::testing::Test {
     if (!testing::HavePython()) GTEST_SKIP() << "/usr/bin/python3 missing: the stand-ins need it";
     if (const std::string why = StepHarness::CanFakeFiles(); !why.empty()) GTEST_SKIP() << why;
     node_.Profile("LAB_NODE=u\nGPU_MODEL=H100\nGPU_COUNT=2\n");
-    node_.Write("usr/lib/gpuctl-lab/nvidia/module-version", "550.54.15\n");
+    node_.Driver("550.54.15");
     node_.Write("usr/lib/gpuctl-lab/nvidia/nvml-version", "550.54.15\n");
     node_.Write("etc/modprobe.d/blacklist-nouveau.conf", "blacklist nouveau\n");
     const auto standins = testing::StandinsDir();

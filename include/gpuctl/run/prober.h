@@ -4,6 +4,7 @@
 // (k0sctl's per-call dry-run discipline is the failure this avoids).
 #pragma once
 
+#include <string_view>
 #include <vector>
 
 #include "gpuctl/model/catalog.h"
@@ -15,6 +16,12 @@
 #include "gpuctl/transport/transport.h"
 
 namespace gpuctl {
+
+// Set (to "1") for the scripts apply runs one item at a time after changes
+// of the same run (a re-probe, a verification), never for the batches of
+// plan and check: a script may then wait, bounded, for what a change set
+// going (playbooks/prelude.sh, settle_tries).
+inline constexpr std::string_view kSettleVariable = "GPUCTL_SETTLE";
 
 class Prober {
  public:

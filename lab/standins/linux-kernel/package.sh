@@ -4,10 +4,16 @@
 # maintainer scripts run the /etc/kernel hooks as Ubuntu's do, which is what
 # makes DKMS build (or fail to build) for the new kernel. Nothing installs
 # them on a fresh node: the node keeps booting the host's kernel.
+#
+# And the headers of the kernel the nodes run (the host's, `uname -r` where
+# the repository is built), as the archive has them for the kernel a server
+# was installed with: a fresh node lacks them (a minimal or cloud image), so
+# DKMS cannot build the NVIDIA module until gpu.driver installs them.
 KVER=5.15.0-131-generic # the kernel release (uname -r) of this kernel
 KPKG=5.15.0-131.141     # its packages' version
 KMETA=5.15.0.131.129    # the linux-generic metapackages' version
-pkg_variants() { printf '%s\n' image headers image-meta headers-meta; }
+RUNNING=$(uname -r)
+pkg_variants() { printf '%s\n' image headers image-meta headers-meta running-headers; }
 
 case "$PKG_VARIANT" in
   image)
@@ -22,6 +28,11 @@ case "$PKG_VARIANT" in
     PKG_NAME=linux-image-generic PKG_VERSION=$KMETA
     PKG_SUMMARY="Generic Linux kernel image (metapackage)"
     PKG_DEB_DEPENDS="linux-image-$KVER"
+    ;;
+  running-headers)
+    KVER=$RUNNING
+    PKG_NAME=linux-headers-$KVER PKG_VERSION=${KVER%%-*}-1
+    PKG_SUMMARY="Linux kernel headers for version $KVER, the kernel the lab's nodes run (stand-in)"
     ;;
   headers-meta)
     PKG_NAME=linux-headers-generic PKG_VERSION=$KMETA
@@ -45,7 +56,7 @@ pkg_stage() {
         >"$d/lib/modules/$KVER/kernel/drivers/net/ethernet/mellanox/mlx5/core/mlx5_core.ko"
       echo "kernel/drivers/net/ethernet/mellanox/mlx5/core/mlx5_core.ko:" >"$d/lib/modules/$KVER/modules.dep"
       ;;
-    headers)
+    headers | running-headers)
       # DKMS takes a kernel as having headers when build/include exists.
       mkdir -p "$d/usr/src/linux-headers-$KVER/include/generated" "$d/lib/modules/$KVER"
       echo "# $line kernel build tree ($KVER)" >"$d/usr/src/linux-headers-$KVER/Makefile"

@@ -311,6 +311,15 @@ def nouveau_blacklisted():
     return False
 
 
+def module_built_for_running_kernel():
+    """Whether DKMS put an nvidia module under /lib/modules/$(uname -r)."""
+    top = node_path(f"/lib/modules/{os.uname().release}")
+    for _, _, files in os.walk(top):
+        if any(f in ("nvidia.ko", "nvidia.ko.xz", "nvidia.ko.zst") for f in files):
+            return True
+    return False
+
+
 def load_module(profile):
     """What the boot unit does: record the module this boot runs with."""
     module = (read_text(f"{NVIDIA_LIB_DIR}/module-version") or "").strip()
@@ -320,6 +329,12 @@ def load_module(profile):
         result = "failed nouveau is bound to the GPUs (no modprobe.d file blacklists nouveau)"
     elif profile.has_fault("driver-load-fail"):
         result = "failed modprobe nvidia: fault injected (driver-load-fail)"
+    elif not module_built_for_running_kernel():
+        # DKMS could not build it for this kernel (no headers at install
+        # time): the package is there, the module is not.
+        kernel = os.uname().release
+        result = (f"failed modprobe: FATAL: Module nvidia not found in directory "
+                  f"/lib/modules/{kernel}")
     else:
         result = f"loaded {module}"
         make_device_nodes(profile)
