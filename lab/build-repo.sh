@@ -80,7 +80,10 @@ stamp() {
     echo "mirror=$mirror"
     # The running kernel's headers packages are named after it.
     echo "kernel=$(uname -r)"
-    { find standins mirror build-repo.sh mirror-debs.list \( -type f -o -type l \) 2>/dev/null || true; } |
+    # Not Python's bytecode: the unit tests run the stand-ins from this tree,
+    # and the caches they leave would make every test run rebuild it all.
+    { find standins mirror build-repo.sh mirror-debs.list -name __pycache__ -prune -o \
+      \( -type f -o -type l \) -print 2>/dev/null || true; } |
       sort | while read -r f; do
         if [ -L "$f" ]; then echo "L $f $(readlink "$f")"
         else echo "F $f $(stat -c %a "$f") $(sha256sum <"$f" | cut -c1-64)"; fi
@@ -296,6 +299,8 @@ build_one() ( # dir variant
   stage=$(mktemp -d "$work/stage.XXXXXX")
   chmod 0755 "$stage"
   [ -d "$dir/root" ] && cp -a "$dir/root/." "$stage/"
+  # Bytecode a test run left in the tree is no part of a package.
+  find "$stage" -name __pycache__ -prune -exec rm -rf {} +
   if declare -F pkg_stage >/dev/null; then pkg_stage "$stage"; fi
   # Owners come from the builders (root); modes are the tree's minus group and
   # other write; every mtime is the fixed epoch.
