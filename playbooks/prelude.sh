@@ -714,32 +714,30 @@ kernel_next() {
 # and Rocky (kernel-devel is not in a default install), do not. And the
 # archive keeps them only for the kernels it still has: a node that runs an
 # older kernel than its repositories' may find none.
-# headers_have: the running kernel has them (DKMS's own test).
+# headers_have: the running kernel has them (DKMS's own test). Sets _hk to
+# the running kernel and _hp to the package that holds its headers:
+# linux-headers-K, or kernel-devel-K on dnf (which EL reads as name, version,
+# release and arch).
 headers_have() {
-  [ -d "/lib/modules/${GPUCTL_FACT_KERNEL:-$(uname -r)}/build/include" ]
+  _hk=${GPUCTL_FACT_KERNEL:-$(uname -r)}
+  case "$GPUCTL_OS_FAMILY" in debian) _hp=linux-headers-$_hk ;; *) _hp=kernel-devel-$_hk ;; esac
+  [ -d "/lib/modules/$_hk/build/include" ]
 }
 
-# headers_pkg: sets _hp to the package that holds the running kernel's
-# headers (linux-headers-K; kernel-devel-K on dnf, which EL reads as name,
-# version, release and arch), and _po to its versions the node is offered:
-# apt's sources (pkg_offers); on dnf the node's repositories, from their
-# metadata when dnf has it, else read into the batch's scratch directory.
-# Fails when the answer cannot be known.
-headers_pkg() {
-  _hk=${GPUCTL_FACT_KERNEL:-$(uname -r)} _po=''
+# headers_offered: after headers_have, sets _po to the versions of _hp the
+# node is offered: apt's sources (pkg_offers); on dnf the node's
+# repositories, from their metadata when dnf has it, else read into the
+# batch's scratch directory (offer_dnf). Fails when that cannot be known.
+headers_offered() {
+  _po=''
   case "$GPUCTL_OS_FAMILY" in
-    debian)
-      _hp=linux-headers-$_hk
-      pkg_offers "" "$_hp" ;;
+    debian) pkg_offers "" "$_hp" ;;
     rhel)
-      _hp=kernel-devel-$_hk
       set -- --disableexcludes=all repoquery --qf '%{version}-%{release}' -- "$_hp"
       if ! _po=$(dnf -q -C "$@" 2>/dev/null); then
         [ -n "${_gf_tmp:-}" ] || return 1
-        mkdir -p "$_gf_tmp/own-dnf" || return 1
-        _po=$(dnf -q --disableplugin='*' --setopt=cachedir="$_gf_tmp/own-dnf/cache" \
-          --setopt=persistdir="$_gf_tmp/own-dnf/persist" --setopt=logdir="$_gf_tmp/own-dnf" \
-          "$@" 2>/dev/null) || return 1
+        mkdir -p "$_gf_tmp/own-dnf/cache" "$_gf_tmp/own-dnf/persist" || return 1
+        _po=$(offer_dnf "$_gf_tmp/own-dnf" "$@" 2>/dev/null) || return 1
       fi ;;
     *) return 1 ;;
   esac
@@ -751,7 +749,7 @@ headers_pkg() {
 # they are offered, or when that cannot be known.
 headers_need() {
   ! headers_have || return 0
-  headers_pkg || return 0
+  headers_offered || return 0
   [ -z "$_po" ] || return 0
   echo "the running kernel $_hk has no headers and the node's repositories offer none ($_hp): DKMS cannot build $1 for it; add a repository that has them, or boot a kernel they have headers for"
   exit 5
@@ -762,10 +760,9 @@ headers_need() {
 # hold's excludepkgs (kernel.hold) on dnf, which would hide them.
 headers_install() {
   ! headers_have || return 0
-  _hk=${GPUCTL_FACT_KERNEL:-$(uname -r)}
   case "$GPUCTL_OS_FAMILY" in
-    debian) pkg_install "linux-headers-$_hk" ;;
-    rhel) pkg_install --disableexcludes=main "kernel-devel-$_hk" ;;
+    debian) pkg_install "$_hp" ;;
+    rhel) pkg_install --disableexcludes=main "$_hp" ;;
   esac
 }
 
@@ -1585,14 +1582,16 @@ offer_fetch() {
   esac
 }
 
-# offer_dnf DIR ARG...: dnf with only the scratch repository in DIR: its own
-# reposdir, cachedir, logdir and persistdir, no plugins. -y: dnf takes the
-# key for the metadata's signature (repo_gpgcheck) into the repository's
-# keyring under the scratch cachedir, not rpm's.
+# offer_dnf DIR ARG...: dnf with the scratch repository in DIR (DIR/repos),
+# or the node's own repositories when DIR has none, with DIR's own cachedir,
+# logdir and persistdir, no plugins: the node's dnf state is not touched.
+# -y: dnf takes the key for the metadata's signature (repo_gpgcheck) into the
+# repository's keyring under the scratch cachedir, not rpm's.
 offer_dnf() {
   _odd=$1
   shift
-  dnf -y -q --setopt=reposdir="$_odd/repos" --setopt=cachedir="$_odd/cache" --setopt=logdir="$_odd" \
+  [ ! -d "$_odd/repos" ] || set -- --setopt=reposdir="$_odd/repos" "$@"
+  dnf -y -q --setopt=cachedir="$_odd/cache" --setopt=logdir="$_odd" \
     --setopt=persistdir="$_odd/persist" --disableplugin='*' "$@"
 }
 
