@@ -16,9 +16,12 @@
 // One inventory per process, so the peak RSS printed is that run's own.
 // Each figure is wall time, with the CPU time of every thread beside it
 // ("cpu"): on a machine shared with other work that moves less than wall.
+// GPUCTL_BENCH_CONCURRENCY=N runs N walkers at once instead of gpuctl's
+// default (nodes answer at once here, so 64 walkers only contend).
 #include <sys/resource.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <mutex>
@@ -170,6 +173,11 @@ int Run(const std::string& mode, const std::string& inventory, const std::string
   }
   Reporter quiet;
   RunOptions run;
+  // GPUCTL_BENCH_CONCURRENCY: walkers at once (gpuctl's --concurrency),
+  // to tell the executor's own work from its threads' contention.
+  if (const char* walkers = std::getenv("GPUCTL_BENCH_CONCURRENCY"); walkers != nullptr) {
+    run.concurrency = std::stoul(walkers);
+  }
 
   start = Clock::now();
   const double cpu_start = CpuSeconds();

@@ -112,8 +112,15 @@ const std::string* Step::ChangeFor(OsFamily family) const {
 }
 
 const Step* Catalog::Find(const std::string& id) const {
-  auto it = std::find_if(steps_.begin(), steps_.end(), [&](const Step& s) { return s.id == id; });
-  return it == steps_.end() ? nullptr : &*it;
+  auto it = by_id_.find(id);
+  return it == by_id_.end() ? nullptr : &steps_[it->second];
+}
+
+void Catalog::IndexSteps() {
+  by_id_.clear();
+  for (std::size_t i = 0; i < steps_.size(); ++i) {
+    by_id_.try_emplace(steps_[i].id, i);  // the first of a duplicate id, as the scan found
+  }
 }
 
 // Covers everything that changes what apply does; not descriptions or file
@@ -214,6 +221,7 @@ Catalog Catalog::Select(const std::vector<std::string>& patterns, std::string& e
       selected.steps_.push_back(s);
     }
   }
+  selected.IndexSteps();
   return selected;
 }
 
@@ -225,6 +233,7 @@ std::optional<Catalog> Catalog::Parse(const std::string& text, const std::string
   if (auto root = source.Parse(text)) {
     detail::ReadPlaybook(source, *root, catalog.steps_, catalog.drains_);
   }
+  catalog.IndexSteps();
   CheckGraph(catalog.steps_, found);
   yaml::AppendInOrder(diagnostics, found);
   if (found.HasErrors()) {
@@ -277,6 +286,7 @@ std::optional<Catalog> Catalog::Load(const std::string& dir, Diagnostics& diagno
       }
     }
   }
+  catalog.IndexSteps();
   CheckGraph(catalog.steps_, found);
   yaml::AppendInOrder(diagnostics, found);
   if (found.HasErrors()) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <set>
+#include <unordered_map>
 #include <utility>
 
 #include <fmt/format.h>
@@ -27,19 +28,6 @@ constexpr std::array<std::pair<ItemState, const char*>, 11> kStateNames{{
     {ItemState::kBlocked, "blocked"},
 }};
 
-// Steps some step on other nodes waits for (a dependency with `on:`).
-std::set<std::string> AwaitedByOtherNodes(const Catalog& catalog) {
-  std::set<std::string> awaited;
-  for (const auto& step : catalog.steps()) {
-    for (const auto& d : step.depends) {
-      if (d.on_role) {
-        awaited.insert(d.step);
-      }
-    }
-  }
-  return awaited;
-}
-
 // Steps that apply to `node`, ordered so each comes after its same-node
 // dependencies; among independent steps, catalog order wins (a stable
 // topological sort), which keeps plans identical from run to run. One
@@ -47,69 +35,109 @@ std::set<std::string> AwaitedByOtherNodes(const Catalog& catalog) {
 // wait for, so they do not wait through the reboot (the subnet manager's
 // OpenSM starts before its node's driver reboot, and every other IB node's
 // OFED goes on meanwhile).
-std::vector<const Step*> OrderedStepsFor(const Node& node, const Inventory& inventory,
-                                         const Catalog& catalog, PlanScope scope,
-                                         const std::set<std::string>& awaited) {
-  std::vector<const Step*> applicable;
-  for (const auto& step : catalog.steps()) {
-    if (step.deep && scope != PlanScope::kDeepCheck) {
-      continue;
+//
+// The order depends on a node only through which steps apply to it and
+// which `unless` conditions hold there, so nodes alike (thousands of
+// workers) share one: each shape is sorted once.
+class StepOrders {
+ public:
+  StepOrders(const Inventory& inventory, const Catalog& catalog, PlanScope scope)
+      : inventory_(inventory), catalog_(catalog), scope_(scope) {
+    for (const auto& step : catalog.steps()) {
+      for (const auto& d : step.depends) {
+        if (d.on_role) {
+          awaited_.insert(d.step);
+        }
+      }
     }
-    if (step.AppliesTo(node, inventory)) {
+  }
+
+  const std::vector<const Step*>& For(const Node& node) {
+    // The shape: a mark per step (applies or not) and, for each dependency
+    // with `unless` of a step that applies, whether the condition holds.
+    std::string shape;
+    std::vector<const Step*> applicable;
+    for (const auto& step : catalog_.steps()) {
+      const bool applies =
+          !(step.deep && scope_ != PlanScope::kDeepCheck) && step.AppliesTo(node, inventory_);
+      shape += applies ? '1' : '0';
+      if (!applies) {
+        continue;
+      }
       applicable.push_back(&step);
-    }
-  }
-  std::vector<const Step*> ordered;
-  std::vector<bool> placed(applicable.size(), false);
-  auto is_placed = [&](const std::string& id) -> bool {
-    for (std::size_t i = 0; i < applicable.size(); ++i) {
-      if (applicable[i]->id == id) {
-        return placed[i];
-      }
-    }
-    return true;  // not applicable here: nothing to wait for
-  };
-  auto is_ready = [&](std::size_t i) {
-    return !placed[i] &&
-           std::all_of(applicable[i]->depends.begin(), applicable[i]->depends.end(),
-                       [&](const StepDependency& d) {
-                         return d.on_role.has_value() || is_placed(d.step) ||
-                                (d.unless && ConditionHolds(*d.unless, node, inventory));
-                       });
-  };
-  while (ordered.size() < applicable.size()) {
-    std::size_t next = applicable.size();
-    for (std::size_t i = 0; i < applicable.size() && next == applicable.size(); ++i) {
-      if (is_ready(i)) {
-        next = i;  // the first ready one: catalog order is preferred
-      }
-    }
-    // Not inside a run of reboot steps: those share one reboot.
-    if (next < applicable.size() && applicable[next]->reboot &&
-        (ordered.empty() || !ordered.back()->reboot)) {
-      for (std::size_t i = next + 1; i < applicable.size(); ++i) {
-        if (!applicable[i]->reboot && awaited.count(applicable[i]->id) != 0 && is_ready(i)) {
-          next = i;
-          break;
+      for (const auto& d : step.depends) {
+        if (d.unless) {
+          shape += ConditionHolds(*d.unless, node, inventory_) ? 'u' : '-';
         }
       }
     }
-    if (next < applicable.size()) {
-      placed[next] = true;
-      ordered.push_back(applicable[next]);
-    } else {
-      // The catalog loader rejects cycles; keep the remaining ones in catalog
-      // order rather than loop forever if a hand-built catalog has one.
+    auto [it, fresh] = orders_.try_emplace(std::move(shape));
+    if (fresh) {
+      it->second = Sort(node, std::move(applicable));
+    }
+    return it->second;
+  }
+
+ private:
+  std::vector<const Step*> Sort(const Node& node, std::vector<const Step*> applicable) const {
+    std::vector<const Step*> ordered;
+    std::vector<bool> placed(applicable.size(), false);
+    auto is_placed = [&](const std::string& id) -> bool {
       for (std::size_t i = 0; i < applicable.size(); ++i) {
-        if (!placed[i]) {
-          placed[i] = true;
-          ordered.push_back(applicable[i]);
+        if (applicable[i]->id == id) {
+          return placed[i];
+        }
+      }
+      return true;  // not applicable here: nothing to wait for
+    };
+    auto is_ready = [&](std::size_t i) {
+      return !placed[i] &&
+             std::all_of(applicable[i]->depends.begin(), applicable[i]->depends.end(),
+                         [&](const StepDependency& d) {
+                           return d.on_role.has_value() || is_placed(d.step) ||
+                                  (d.unless && ConditionHolds(*d.unless, node, inventory_));
+                         });
+    };
+    while (ordered.size() < applicable.size()) {
+      std::size_t next = applicable.size();
+      for (std::size_t i = 0; i < applicable.size() && next == applicable.size(); ++i) {
+        if (is_ready(i)) {
+          next = i;  // the first ready one: catalog order is preferred
+        }
+      }
+      // Not inside a run of reboot steps: those share one reboot.
+      if (next < applicable.size() && applicable[next]->reboot &&
+          (ordered.empty() || !ordered.back()->reboot)) {
+        for (std::size_t i = next + 1; i < applicable.size(); ++i) {
+          if (!applicable[i]->reboot && awaited_.count(applicable[i]->id) != 0 && is_ready(i)) {
+            next = i;
+            break;
+          }
+        }
+      }
+      if (next < applicable.size()) {
+        placed[next] = true;
+        ordered.push_back(applicable[next]);
+      } else {
+        // The catalog loader rejects cycles; keep the remaining ones in
+        // catalog order rather than loop forever if a hand-built catalog has one.
+        for (std::size_t i = 0; i < applicable.size(); ++i) {
+          if (!placed[i]) {
+            placed[i] = true;
+            ordered.push_back(applicable[i]);
+          }
         }
       }
     }
+    return ordered;
   }
-  return ordered;
-}
+
+  const Inventory& inventory_;
+  const Catalog& catalog_;
+  PlanScope scope_;
+  std::set<std::string> awaited_;  // steps some step on other nodes waits for (`on:`)
+  std::unordered_map<std::string, std::vector<const Step*>> orders_;  // by shape
+};
 
 // What a step is wherever it runs: its scripts (with the prelude before
 // them), inputs, secrets and reboot flag. Computed once per step, since a
@@ -205,14 +233,25 @@ std::string PlanSummary::Line() const {
 Plan Plan::Build(const Inventory& inventory, const Catalog& catalog, PlanScope scope) {
   Plan plan;
   const ParameterTable parameters(inventory);
-  std::map<std::string, std::string> step_digests;
+  std::unordered_map<const Step*, std::string> step_digests;
   for (const auto& step : catalog.steps()) {
-    step_digests.emplace(step.id, StepDigest(step, catalog.prelude()));
+    step_digests.emplace(&step, StepDigest(step, catalog.prelude()));
   }
+  // Each node's steps first, so the items are laid out once (a growing
+  // vector of 300,000 items moved each of them twice or more).
+  StepOrders orders(inventory, catalog, scope);
+  std::vector<const std::vector<const Step*>*> node_steps;
+  std::size_t count = 0;
+  for (const auto& node : inventory.nodes) {
+    node_steps.push_back(&orders.For(node));
+    count += node_steps.back()->size();
+  }
+  plan.items_.reserve(count);
   // Each item's node, for the dependencies that depend on it (`unless`).
   std::vector<const Node*> item_nodes;
-  const std::set<std::string> awaited = AwaitedByOtherNodes(catalog);
-  for (const auto& node : inventory.nodes) {
+  item_nodes.reserve(count);
+  for (std::size_t n = 0; n < inventory.nodes.size(); ++n) {
+    const Node& node = inventory.nodes[n];
     plan.nodes_.push_back(node.name);
     if (node.absent) {
       plan.leaving_.insert(node.name);
@@ -220,7 +259,7 @@ Plan Plan::Build(const Inventory& inventory, const Catalog& catalog, PlanScope s
     const NodeParameters values = parameters.For(node);
     // The prelude's helpers pick apt or dnf by this, whatever the step declares.
     const SharedText os_family(ToString(node.os.family));
-    for (const Step* step : OrderedStepsFor(node, inventory, catalog, scope, awaited)) {
+    for (const Step* step : *node_steps[n]) {
       PlanItem item;
       item.id = plan.items_.size();
       item.node = node.name;
@@ -228,7 +267,7 @@ Plan Plan::Build(const Inventory& inventory, const Catalog& catalog, PlanScope s
       item.env = values.Environment(step->params);
       item.env.merge(values.Environment(step->change_params));
       item.env.insert_or_assign("GPUCTL_OS_FAMILY", os_family);
-      item.digest = ItemDigest(step_digests.at(step->id), item.env);
+      item.digest = ItemDigest(step_digests.at(step), item.env);
       item.reboot = step->reboot;
       item.restarts = step->restarts;
       plan.items_.push_back(std::move(item));

@@ -282,7 +282,7 @@ void Executor::WalkNode(const Node& node) {
         !ReturnToService(node, drain_reach, drained)) {
       break;
     }
-    if (!WaitToStart(item, holds_slot)) {
+    if (!WaitToStart(node, item, holds_slot)) {
       continue;  // blocked; later items may still depend only on done ones
     }
     if (!drained && Disrupts(node, item)) {
@@ -348,7 +348,7 @@ void Executor::WalkNode(const Node& node) {
   scheduler_.Settle(blocked, Progress::kDead);
 }
 
-std::vector<std::string> Executor::ReachedNodes(const PlanItem& item) const {
+std::vector<std::string> Executor::ReachedNodes(const Node& node, const PlanItem& item) const {
   std::set<std::string> reached;
   for (const std::size_t dep : item.after) {
     reached.insert(context_.plan.items()[dep].node);
@@ -370,8 +370,8 @@ std::vector<std::string> Executor::ReachedNodes(const PlanItem& item) const {
   // never starts while that node is down for a reboot, and that node does
   // not go down under it (TakeOutOfService holds this reach until the resume).
   if (options_.drain) {
-    if (const Node* node = context_.inventory.Find(item.node); node && Disrupts(*node, item)) {
-      if (std::string holder = drainer_.RunsOn(*node); !holder.empty()) {
+    if (Disrupts(node, item)) {
+      if (std::string holder = drainer_.RunsOn(node); !holder.empty()) {
         reached.insert(std::move(holder));
       }
     }
@@ -380,8 +380,8 @@ std::vector<std::string> Executor::ReachedNodes(const PlanItem& item) const {
   return {reached.begin(), reached.end()};
 }
 
-bool Executor::WaitToStart(PlanItem& item, bool& holds_slot) {
-  const Admission admission = scheduler_.WaitToStart(item.id, ReachedNodes(item), holds_slot);
+bool Executor::WaitToStart(const Node& node, PlanItem& item, bool& holds_slot) {
+  const Admission admission = scheduler_.WaitToStart(item.id, ReachedNodes(node, item), holds_slot);
   const auto blocker = [&]() -> const PlanItem& {
     return context_.plan.items()[admission.blocker];
   };
@@ -663,7 +663,7 @@ bool Executor::TakeOutOfService(const Node& node, PlanItem& item, bool& holds_sl
   }
   // Admitted again, so the node the drain runs on is up and stays up until
   // the resume (a node it reaches may have gone down meanwhile).
-  if (!WaitToStart(item, holds_slot)) {
+  if (!WaitToStart(node, item, holds_slot)) {
     scheduler_.LeaveOutOfService(node.name);
     return false;
   }

@@ -1,5 +1,7 @@
 #include "gpuctl/run/reporter.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "gpuctl/util/terminal.h"
@@ -48,6 +50,11 @@ void TeeReporter::NodeConnected(const std::string& node, std::chrono::millisecon
 void TeeReporter::NodeFailed(const std::string& node, const std::string& error) {
   for (auto* r : reporters_) r->NodeFailed(node, error);
 }
+bool TeeReporter::ShowsScripts() const {
+  return std::any_of(reporters_.begin(), reporters_.end(),
+                     [](const Reporter* r) { return r->ShowsScripts(); });
+}
+
 void TeeReporter::CommandStarted(const std::string& node, const std::string& step,
                                  Activity activity, const std::string& script) {
   for (auto* r : reporters_) r->CommandStarted(node, step, activity, script);

@@ -19,7 +19,9 @@ CommandResult ScriptRunner::RunStep(const std::string& node, const std::string& 
 
 void ScriptRunner::Started(const std::string& node, const std::string& step, Activity activity,
                            const std::string& script) {
-  reporter_.CommandStarted(node, step, activity, redactor_.Apply(script));
+  static const std::string kUnshown;
+  reporter_.CommandStarted(node, step, activity,
+                           reporter_.ShowsScripts() ? redactor_.Apply(script) : kUnshown);
 }
 
 CommandResult ScriptRunner::Finished(const std::string& node, const std::string& step,

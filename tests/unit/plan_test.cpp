@@ -48,6 +48,42 @@ TEST_F(PlanTest, HasOneItemPerApplicableNodeAndStep) {
   EXPECT_EQ(plan.Find("storage1", "gpu.driver"), nullptr);
 }
 
+// Nodes alike share one order (a large cluster sorts each shape once), so
+// what tells them apart must be part of the shape: here an `unless` that
+// holds on GPU nodes only drops a same-node dependency there.
+TEST(PlanOrderTest, NodesAlikeShareAnOrderAndAnUnlessTellsThemApart) {
+  Node gpu1 = MakeNode("gpu1", Role::kWorker);
+  gpu1.hardware.gpus.emplace();
+  gpu1.hardware.gpus->count = 8;
+  Node gpu2 = gpu1;
+  gpu2.name = "gpu2";
+  const Inventory inventory =
+      MakeInventory({MakeNode("cpu1", Role::kWorker), gpu1, MakeNode("cpu2", Role::kWorker), gpu2});
+  StepDependency unless_gpus = SameNode("b.first");
+  unless_gpus.unless = StepCondition::kHasGpus;
+  const Catalog catalog = Catalog::FromSteps({
+      MakeStep("a.second", {Role::kWorker}, {unless_gpus}),
+      MakeStep("b.first", {Role::kWorker}),
+  });
+  const Plan plan = Plan::Build(inventory, catalog);
+  const auto order = [&](const std::string& node) {
+    std::vector<std::string> steps;
+    for (const std::size_t id : plan.ItemsOf(node)) {
+      steps.push_back(plan.items()[id].step);
+    }
+    return steps;
+  };
+  const std::vector<std::string> waits{"b.first", "a.second"};
+  const std::vector<std::string> catalog_order{"a.second", "b.first"};
+  EXPECT_EQ(order("cpu1"), waits);
+  EXPECT_EQ(order("cpu2"), waits);
+  EXPECT_EQ(order("gpu1"), catalog_order);
+  EXPECT_EQ(order("gpu2"), catalog_order);
+  EXPECT_TRUE(plan.items()[plan.Find("gpu2", "a.second")->id].after.empty());
+  EXPECT_EQ(plan.Find("cpu2", "a.second")->after,
+            std::vector<std::size_t>{plan.Find("cpu2", "b.first")->id});
+}
+
 TEST_F(PlanTest, MarkUnreachableTouchesOnlyThatNodesItems) {
   Plan plan = Plan::Build(inventory, catalog);
   plan.MarkUnreachable("worker1", "cannot connect: No route to host");

@@ -10,6 +10,7 @@
 #include "gpuctl/run/executor.h"
 #include "gpuctl/run/journal.h"
 #include "gpuctl/run/phase.h"
+#include "gpuctl/run/script_runner.h"
 #include "gpuctl/transport/fake_transport.h"
 #include "gpuctl/view/plan_view.h"
 
@@ -68,6 +69,44 @@ TEST(RedactionFlow, SecretsNeverReachPlanJournalOrTerminal) {
   EXPECT_EQ(terminal.str().find(secret), std::string::npos) << terminal.str();
   EXPECT_NE(terminal.str().find("<redacted>"), std::string::npos) << terminal.str();
   std::filesystem::remove_all(dir);
+}
+
+// A script reaches only the reporters that show it (-v), redacted; the
+// others are given "", so a large apply copies no script for them.
+TEST(RedactionFlow, ScriptsReachOnlyReportersThatShowThem) {
+  struct Recorder : Reporter {
+    bool shows = false;
+    std::vector<std::string> scripts;
+    [[nodiscard]] bool ShowsScripts() const override { return shows; }
+    void CommandStarted(const std::string& /*node*/, const std::string& /*step*/,
+                        Activity /*activity*/, const std::string& script) override {
+      scripts.push_back(script);
+    }
+  };
+  const std::string secret = "s3cret-join-token";
+  FakeTransport transport;
+  Endpoint endpoint;
+  endpoint.node = "worker1";
+  auto connection = transport.Connect(endpoint);
+  Redactor redactor;
+  redactor.Add(secret);
+  for (const bool shows : {false, true}) {
+    Recorder recorder;
+    recorder.shows = shows;
+    TeeReporter tee;
+    Reporter quiet;
+    tee.Add(&quiet);
+    tee.Add(&recorder);
+    EXPECT_EQ(tee.ShowsScripts(), shows);
+    ScriptRunner runner(*connection, tee, redactor, "");
+    runner.RunStep("worker1", "k8s.join", Activity::kChange, "kubeadm join --token " + secret, {});
+    ASSERT_EQ(recorder.scripts.size(), 1U);
+    EXPECT_EQ(recorder.scripts[0], shows ? "kubeadm join --token <redacted>" : "");
+  }
+  std::ostringstream quiet_terminal;
+  std::ostringstream verbose_terminal;
+  EXPECT_FALSE(LineReporter(quiet_terminal, 0).ShowsScripts());
+  EXPECT_TRUE(LineReporter(verbose_terminal, 1).ShowsScripts());
 }
 
 }  // namespace

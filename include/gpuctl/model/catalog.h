@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "gpuctl/model/diagnostic.h"
@@ -155,6 +156,7 @@ class Catalog {
     Catalog c;
     c.steps_ = std::move(steps);
     c.drains_ = std::move(drains);
+    c.IndexSteps();
     return c;
   }
 
@@ -176,7 +178,13 @@ class Catalog {
 
  private:
   static void CheckGraph(const std::vector<Step>& steps, Diagnostics& diagnostics);
+  // Fills by_id_ once steps_ is complete.
+  void IndexSteps();
   std::vector<Step> steps_;  // file order, then order within a file
+  // Position of each step in steps_, by id: Find runs for every item a large
+  // apply walks, several times each (a scan of the ids was a tenth of it).
+  // Positions, not pointers, so a copied catalog's index stays true.
+  std::unordered_map<std::string, std::size_t> by_id_;
   std::vector<Drain> drains_;
   std::string prelude_;
 };

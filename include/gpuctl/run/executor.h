@@ -96,8 +96,10 @@ class Executor {
   // Asks the scheduler whether the item may start. On true it holds its
   // reach on the other nodes it works on until ReleaseReach; on false it is
   // blocked (and reported so) and holds nothing.
-  bool WaitToStart(PlanItem& item, bool& holds_slot);
-  [[nodiscard]] std::vector<std::string> ReachedNodes(const PlanItem& item) const;
+  bool WaitToStart(const Node& node, PlanItem& item, bool& holds_slot);
+  // The other nodes `item` (on `node`) works on: those of what it waits
+  // for, its inputs, and where its node's drain runs.
+  [[nodiscard]] std::vector<std::string> ReachedNodes(const Node& node, const PlanItem& item) const;
   // Runs `item` in a concurrency slot, taking one unless `holds_slot` says
   // the walker holds one already (it keeps it for the node's next item).
   bool RunItem(const Node& node, PlanItem& item, bool& reboot_pending, bool& holds_slot);

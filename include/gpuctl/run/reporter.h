@@ -28,7 +28,11 @@ class Reporter {
   virtual void PhaseStarted(const std::string& /*title*/) {}
   virtual void NodeConnected(const std::string& /*node*/, std::chrono::milliseconds /*took*/) {}
   virtual void NodeFailed(const std::string& /*node*/, const std::string& /*error*/) {}
-  // A script is about to run (-v shows it; secrets are already redacted).
+  // Whether CommandStarted is given the script's text: only -v shows it,
+  // and its redacted copy cost a large apply a copy of every script.
+  [[nodiscard]] virtual bool ShowsScripts() const { return false; }
+  // A script is about to run: its text when ShowsScripts (secrets already
+  // redacted), else "".
   virtual void CommandStarted(const std::string& /*node*/, const std::string& /*step*/,
                               Activity /*activity*/, const std::string& /*script*/) {}
   virtual void CommandFinished(const std::string& /*node*/, const std::string& /*step*/,
@@ -42,6 +46,7 @@ class Reporter {
 class TeeReporter : public Reporter {
  public:
   void Add(Reporter* reporter) { reporters_.push_back(reporter); }
+  [[nodiscard]] bool ShowsScripts() const override;
   void PhaseStarted(const std::string& title) override;
   void NodeConnected(const std::string& node, std::chrono::milliseconds took) override;
   void NodeFailed(const std::string& node, const std::string& error) override;
@@ -71,6 +76,7 @@ class LineReporter : public Reporter {
   // Each line starts with the local time ("14:03:07 "): for output that is
   // read later (a pipe, a log, CI), where no board shows what runs when.
   void SetTimestamps(bool on) { timestamps_ = on; }
+  [[nodiscard]] bool ShowsScripts() const override { return verbosity_ > 0; }
   void PhaseStarted(const std::string& title) override;
   void NodeConnected(const std::string& node, std::chrono::milliseconds took) override;
   void NodeFailed(const std::string& node, const std::string& error) override;

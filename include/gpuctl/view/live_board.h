@@ -69,6 +69,7 @@ class LiveBoard : public Reporter {
   void PhaseStarted(const std::string& title) override;
   void NodeConnected(const std::string& node, std::chrono::milliseconds took) override;
   void NodeFailed(const std::string& node, const std::string& error) override;
+  [[nodiscard]] bool ShowsScripts() const override { return lines_.ShowsScripts(); }
   void CommandStarted(const std::string& node, const std::string& step, Activity activity,
                       const std::string& script) override;
   void CommandFinished(const std::string& node, const std::string& step, Activity activity,
