@@ -892,19 +892,24 @@ containerd_restart_pending() {
   [ "$_mtime" -gt "$_since" ]
 }
 
+# _unit_active_since UNIT: sets _since to when UNIT last became active
+# (seconds since the epoch); fails when it is not active.
+_unit_active_since() {
+  if _gpuctl_svc "$1"; then
+    svc_active "$1" && [ -n "$_gst" ] || return 1
+    _since=$_gst
+  else
+    systemctl is-active --quiet "$1" || return 1
+    _since=$(date -d "$(systemctl show -p ActiveEnterTimestamp --value "$1")" +%s 2>/dev/null) || return 1
+  fi
+}
+
 # unit_started_after UNIT FILE...: true when UNIT is active and entered that
 # state no earlier than each FILE was last written, so it runs with the
 # FILEs' current content (daemons read their key or config only at start).
 unit_started_after() {
-  _u=$1
+  _unit_active_since "$1" || return 1
   shift
-  if _gpuctl_svc "$_u"; then
-    svc_active "$_u" && [ -n "$_gst" ] || return 1
-    _since=$_gst
-  else
-    systemctl is-active --quiet "$_u" || return 1
-    _since=$(date -d "$(systemctl show -p ActiveEnterTimestamp --value "$_u")" +%s 2>/dev/null) || return 1
-  fi
   # One stat for the FILEs that exist (a missing one counts as never written).
   _fs=$#
   for _f in "$@"; do
@@ -914,6 +919,34 @@ unit_started_after() {
   [ $# -gt 0 ] || return 0
   for _f in $(stat -c %Y -- "$@" 2>/dev/null); do
     [ "$_f" -le "$_since" ] || return 1
+  done
+}
+
+# pkg_installed_at PKG: when PKG was last installed or upgraded, in seconds
+# since the epoch (dpkg rewrites the package's file list then; rpm keeps
+# INSTALLTIME); nothing when it is not installed.
+pkg_installed_at() {
+  case "$GPUCTL_OS_FAMILY" in
+    debian)
+      for _pia in /var/lib/dpkg/info/"$1".list /var/lib/dpkg/info/"$1":*.list; do
+        [ -e "$_pia" ] && stat -c %Y "$_pia" && return 0
+      done
+      return 1
+      ;;
+    rhel) rpm -q --qf '%{INSTALLTIME}\n' "$1" 2>/dev/null | grep -m 1 -Ex '[0-9]+' ;;
+  esac
+}
+
+# unit_started_after_install UNIT PKG...: true when UNIT is active and
+# entered that state no earlier than each installed PKG was installed: a
+# daemon that opens a library by path when it starts (slurmd and slurmctld
+# open PMIx's) does not see one installed after.
+unit_started_after_install() {
+  _unit_active_since "$1" || return 1
+  shift
+  for _p in "$@"; do
+    _at=$(pkg_installed_at "$_p") || continue
+    [ "$_at" -le "$_since" ] || return 1
   done
 }
 
@@ -1140,6 +1173,28 @@ slurm_pkgs() {
     debian:node) echo slurmd slurm-client ;;
     rhel:controller) echo slurm-slurmctld slurm ;;
     rhel:node) echo slurm-slurmd slurm ;;
+  esac
+}
+
+# slurm_mpi_plugin NAME: true when this node's Slurm has the MPI plugin NAME
+# (mpi_NAME.so in Slurm's plugin directory: EPEL's /usr/lib64/slurm,
+# Debian's and Ubuntu's /usr/lib/<triplet>/slurm-wlm). A distribution's Slurm
+# built without PMIx has no mpi_pmix.so.
+slurm_mpi_plugin() {
+  for _smp_dir in /usr/lib64/slurm /usr/lib/*-linux-gnu/slurm-wlm /usr/lib/slurm; do
+    [ -e "$_smp_dir/mpi_$1.so" ] && return 0
+  done
+  return 1
+}
+
+# slurm_pmix_pkgs: the PMIx library Slurm's mpi_pmix plugin opens at run
+# time (not a package dependency: Slurm loads it by path). Debian and Ubuntu
+# open pmix2/lib/libpmix.so, a link only libpmix-dev ships; Rocky's pmix
+# (AppStream) carries its library.
+slurm_pmix_pkgs() {
+  case "$GPUCTL_OS_FAMILY" in
+    debian) echo libpmix2 libpmix-dev ;;
+    rhel) echo pmix ;;
   esac
 }
 

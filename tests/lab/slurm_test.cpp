@@ -161,6 +161,19 @@ TEST_F(SlurmLabTest, AptAndDnfWorkersGoIdleWithGpusRunJobsAndKeepTheKeySecret) {
   const Result job = lab_->Ssh("master1", "srun -N2 -p all hostname | sort");
   EXPECT_EQ(job.status, 0);
   EXPECT_EQ(Trim(job.out), "worker1\nworker2");
+  // MPI ranks through PMIx on both (slurm.pmix installed the library Slurm's
+  // plugin opens, and restarted slurmd on it), and the deep check that says so.
+  const Result ranks = lab_->Ssh("master1",
+                                 "timeout 120 srun --mpi=pmix -N2 -p all --ntasks-per-node=1 "
+                                 "printenv PMIX_RANK | sort");
+  EXPECT_EQ(ranks.status, 0) << ranks.out;
+  EXPECT_EQ(Trim(ranks.out), "0\n1");
+  const Result pmix = Gpuctl("--only validate.slurm-pmix check --deep", Inventory());
+  EXPECT_EQ(pmix.status, 0) << pmix.out;
+  EXPECT_NE(pmix.out.find("srun --mpi=pmix: ranks 0 to N-1 on every node of a100 (1 node), h100 "
+                          "(1 node), all (2 nodes)"),
+            std::string::npos)
+      << pmix.out;
   EXPECT_EQ(Trim(lab_->Ssh("worker2", "rpm -q --qf '%{NAME}\\n' slurm-slurmd munge").out),
             "slurm-slurmd\nmunge");
   // The partition's time limits as slurmctld read them from slurm.conf.

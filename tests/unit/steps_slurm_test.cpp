@@ -3,6 +3,8 @@
 // (tests/fixtures/slurm/README.md) through a stubbed sinfo.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "support/step_harness.h"
 
 namespace gpuctl {
@@ -95,6 +97,79 @@ TEST_F(SlurmReadyTest, IsUnknownUntilSlurmctldRuns) {
   h.StubOutput("systemctl", "", 3);  // is-active: inactive
   const auto run = h.Probe("slurm.ready", "master1");
   EXPECT_EQ(run.status, 3) << run.out;
+}
+
+// slurm.pmix and validate.slurm-pmix (srun --mpi=pmix), read from the real
+// srun's output (fixtures/slurm/srun-pmix-*.txt, Debian 12's Slurm 22.05).
+class SlurmPmixTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (std::system("command -v srun >/dev/null 2>&1") == 0) {
+      GTEST_SKIP() << "this machine has Slurm's srun: a node without Slurm cannot be shown";
+    }
+    if (const std::string why = StepHarness::CanFakeFiles(); !why.empty()) GTEST_SKIP() << why;
+  }
+  // Where Debian's Slurm keeps its plugins.
+  static constexpr const char* kPlugin = "/usr/lib/x86_64-linux-gnu/slurm-wlm/mpi_pmix.so";
+};
+
+TEST_F(SlurmPmixTest, KnownAfterApplyBeforeSlurmIsInstalled) {
+  StepHarness h(SlurmInventory());
+  const auto run = h.Probe("slurm.pmix", "worker1");
+  EXPECT_EQ(run.status, 3) << run.out;
+  EXPECT_EQ(
+      run.out,
+      "Slurm is not installed yet: whether its srun has a PMIx plugin is known after apply\n");
+}
+
+TEST_F(SlurmPmixTest, NothingToDoForASlurmBuiltWithoutPmix) {
+  StepHarness h(SlurmInventory());
+  h.StubOutput("srun", "", 0);
+  const auto run = h.Probe("slurm.pmix", "worker1");
+  EXPECT_EQ(run.status, 0) << run.out;
+  EXPECT_EQ(run.out,
+            "this Slurm has no PMIx plugin (mpi_pmix.so): srun --mpi=pmix is not available\n");
+}
+
+TEST_F(SlurmPmixTest, NeedsTheLibraryThePluginOpens) {
+  StepHarness h(SlurmInventory());
+  h.StubOutput("srun", "", 0);
+  h.File(kPlugin, "");
+  h.StubOutput("dpkg-query", "", 1);  // libpmix2 not installed
+  const auto run = h.Probe("slurm.pmix", "worker1");
+  EXPECT_EQ(run.status, 1) << run.out;
+  EXPECT_EQ(run.out.rfind("libpmix2 ", 0), 0U) << run.out;
+}
+
+TEST_F(SlurmPmixTest, DeepCheckPassesWithARankOnEveryNode) {
+  StepHarness h(SlurmInventory());
+  h.File(kPlugin, "");
+  h.StubFixture("srun", "slurm/srun-pmix-ranks.txt");  // "1" then "0": either order
+  const auto run = h.Probe("validate.slurm-pmix", "master1");
+  EXPECT_EQ(run.status, 0) << run.out;
+  EXPECT_EQ(run.out, "srun --mpi=pmix: ranks 0 to N-1 on every node of batch (2 nodes)\n");
+}
+
+TEST_F(SlurmPmixTest, DeepCheckNamesSlurmsOwnErrorWithoutTheLibrary) {
+  StepHarness h(SlurmInventory());
+  h.File(kPlugin, "");
+  h.StubFixture("srun", "slurm/srun-pmix-no-library.txt", 1);
+  const auto run = h.Probe("validate.slurm-pmix", "master1");
+  EXPECT_EQ(run.status, 1) << run.out;
+  EXPECT_EQ(run.out,
+            "srun --mpi=pmix in partition batch (2 nodes) failed (exit 1): srun: error:  "
+            "mpi/pmix_v4: init: (null) [0]: mpi_pmix.c:195: pmi/pmix: can not load PMIx library\n");
+}
+
+TEST_F(SlurmPmixTest, DeepCheckNamesAMissingRank) {
+  StepHarness h(SlurmInventory());
+  h.File(kPlugin, "");
+  h.StubOutput("srun", "0\n", 0);  // one worker's rank never came
+  const auto run = h.Probe("validate.slurm-pmix", "master1");
+  EXPECT_EQ(run.status, 1) << run.out;
+  EXPECT_EQ(
+      run.out,
+      "srun --mpi=pmix in partition batch (2 nodes) failed (exit 0): ranks '0', want '0 1'\n");
 }
 
 }  // namespace

@@ -1,12 +1,13 @@
 # Slurm and MUNGE for the Rocky-like nodes, under the names Rocky 9 and EPEL use
 # (munge, munge-libs, slurm, slurm-libs, slurm-slurmctld, slurm-slurmd, and the
-# base libraries hwloc-libs and compat-lua-libs), carrying the real binaries
+# base libraries hwloc-libs and compat-lua-libs; pmix and libevent, which
+# Slurm's PMIx plugin loads), carrying the real binaries
 # of Debian 12's packages (debs.sh), so the real munged, slurmctld and slurmd
 # run on Rocky nodes too. Not a simulation: a repackaging (docs/standins.md).
 source "$PKG_DIR/debs.sh"
 pkg_variants() {
   printf '%s\n' munge-libs munge hwloc-libs compat-lua-libs slurm-libs slurm slurm-slurmctld \
-    slurm-slurmd
+    slurm-slurmd libevent pmix
 }
 
 PKG_FORMATS=rpm
@@ -18,6 +19,12 @@ if [ -n "$PKG_VARIANT" ]; then
     hwloc-libs) PKG_VERSION=$(el_version libhwloc15) ;;
     compat-lua-libs) PKG_VERSION=$(el_version liblua5.1-0) ;;
     slurm*) PKG_VERSION=$(el_version slurmd) ;;
+    libevent)
+      PKG_VERSION=$(el_version libevent-core-2.1-7)
+      # "2.1.12-stable-8": rpm has no '-' in Version.
+      PKG_VERSION_RPM=${PKG_VERSION/-stable/}
+      ;;
+    pmix) PKG_VERSION=$(el_version libpmix2) ;;
   esac
   [ -n "$PKG_VERSION" ] || exit 1
   case $PKG_VARIANT in
@@ -31,7 +38,8 @@ if [ -n "$PKG_VARIANT" ]; then
     slurm-libs) PKG_SUMMARY="Slurm's shared library (Debian 12's libslurmfull, repackaged)" ;;
     slurm)
       PKG_SUMMARY="Slurm commands and plugins (Debian 12's slurm-client and slurm-wlm-basic-plugins, repackaged)"
-      PKG_RPM_REQUIRES="slurm-libs = ${PKG_VERSION%-*}, munge, hwloc-libs, compat-lua-libs"
+      # pmix as EPEL's slurm requires it (its mpi_pmix plugin opens it).
+      PKG_RPM_REQUIRES="slurm-libs = ${PKG_VERSION%-*}, munge, hwloc-libs, compat-lua-libs, pmix"
       ;;
     slurm-slurmctld)
       PKG_SUMMARY="Slurm controller daemon (Debian 12's slurmctld, repackaged)"
@@ -40,6 +48,13 @@ if [ -n "$PKG_VARIANT" ]; then
     slurm-slurmd)
       PKG_SUMMARY="Slurm node daemon (Debian 12's slurmd, repackaged)"
       PKG_RPM_REQUIRES="slurm = ${PKG_VERSION%-*}"
+      ;;
+    libevent) PKG_SUMMARY="libevent's core and pthreads libraries (Debian 12's, repackaged)" ;;
+    pmix)
+      # Debian's Slurm plugin opens pmix2/lib/libpmix.so, the link Debian
+      # ships in libpmix-dev; Rocky's pmix carries the library it links.
+      PKG_SUMMARY="PMIx library (Debian 12's libpmix2, and the link Slurm's plugin opens, repackaged)"
+      PKG_RPM_REQUIRES="libevent, hwloc-libs, munge-libs"
       ;;
   esac
 fi
@@ -59,6 +74,14 @@ pkg_stage() {
       ;;
     hwloc-libs) el_take "$d" "$(el_deb libhwloc15)" "$lib/libhwloc.so.15*" ;;
     compat-lua-libs) el_take "$d" "$(el_deb liblua5.1-0)" "$lib/liblua5.1.so.0*" ;;
+    libevent)
+      el_take "$d" "$(el_deb libevent-core-2.1-7)" "$lib/libevent_core-2.1.so.7*"
+      el_take "$d" "$(el_deb libevent-pthreads-2.1-7)" "$lib/libevent_pthreads-2.1.so.7*"
+      ;;
+    pmix)
+      el_take "$d" "$(el_deb libpmix2)" "$lib/libpmix.so.2*" "$lib/pmix2"
+      el_take "$d" "$(el_deb libpmix-dev)" "$lib/pmix2/lib/libpmix.so"
+      ;;
     slurm-libs) el_take "$d" "$(el_deb slurm-wlm-basic-plugins)" "$lib/slurm-wlm/libslurmfull.so" ;;
     slurm)
       el_take "$d" "$(el_deb slurm-wlm-basic-plugins)" "$lib/slurm-wlm/*.so" etc/slurm
@@ -85,7 +108,7 @@ pkg_stage() {
 # MUNGE and Slurm come from EPEL on Rocky 9; their base libraries from Rocky's
 # own archive.
 case ${PKG_VARIANT:-} in
-  hwloc-libs) PKG_REPO=rocky/BaseOS ;;
-  compat-lua-libs) PKG_REPO=rocky/AppStream ;;
+  hwloc-libs | libevent) PKG_REPO=rocky/BaseOS ;;
+  compat-lua-libs | pmix) PKG_REPO=rocky/AppStream ;;
   *) PKG_REPO=epel ;;
 esac
