@@ -90,6 +90,7 @@ TEST(RedactionFlow, ScriptsReachOnlyReportersThatShowThem) {
   auto connection = transport.Connect(endpoint);
   Redactor redactor;
   redactor.Add(secret);
+  const std::string no_prelude;  // the runner keeps a reference to it
   for (const bool shows : {false, true}) {
     Recorder recorder;
     recorder.shows = shows;
@@ -98,7 +99,7 @@ TEST(RedactionFlow, ScriptsReachOnlyReportersThatShowThem) {
     tee.Add(&quiet);
     tee.Add(&recorder);
     EXPECT_EQ(tee.ShowsScripts(), shows);
-    ScriptRunner runner(*connection, tee, redactor, "");
+    ScriptRunner runner(*connection, tee, redactor, no_prelude);
     runner.RunStep("worker1", "k8s.join", Activity::kChange, "kubeadm join --token " + secret, {});
     ASSERT_EQ(recorder.scripts.size(), 1U);
     EXPECT_EQ(recorder.scripts[0], shows ? "kubeadm join --token <redacted>" : "");
