@@ -1143,7 +1143,7 @@ EOF
     }
     NF {
       print "NodeName=" $1 " NodeAddr=" $2 (have[$1] != "" ? " " have[$1] : "") \
-        ($3 > 0 ? " Gres=gpu:" $3 : "") " State=UNKNOWN"
+        ($3 != "-" ? " Gres=" $3 : "") " State=UNKNOWN"
     }'
   printf '%s\n' "$GPUCTL_SLURM_PARTITIONS" | awk 'NF {
     line = "PartitionName=" $1 " Nodes=" $2 " Default=" $3 " MaxTime=" $4
@@ -1151,11 +1151,31 @@ EOF
     print line " State=UP" }'
 }
 
+# GPUCTL_SLURM_NODES: "name address gres whole type indices" (params.cpp's
+# SlurmNode). A node without MIG has one untyped record for its GPUs; on a node
+# with MIG every record is typed: one per whole GPU, and one per MIG device
+# naming its GPU's node and its two capability nodes (MultipleFiles), read
+# from the node by slurm.config's input GPUCTL_MIG_DEVICES ("node gpu profile
+# gi-minor ci-minor"). A malformed device line is left out; slurm.ready then
+# finds the node's gres short.
 slurm_gres_conf() {
   echo "# Written by gpuctl (step slurm.config) from the inventory; edits are replaced."
   echo "AutoDetect=off"
-  printf '%s\n' "$GPUCTL_SLURM_NODES" | awk '$3 > 0 {
-    print "NodeName=" $1 " Name=gpu File=/dev/nvidia" ($3 > 1 ? "[0-" $3 - 1 "]" : "0") }'
+  printf '%s\n' "$GPUCTL_SLURM_NODES" | awk -v mig="${GPUCTL_MIG_DEVICES:-}" '
+    BEGIN { n = split(mig, dev, "\n") }
+    NF && $5 == "-" && $4 > 0 {
+      print "NodeName=" $1 " Name=gpu File=/dev/nvidia" ($4 > 1 ? "[0-" $4 - 1 "]" : "0")
+    }
+    NF && $5 != "-" {
+      k = $6 == "-" ? 0 : split($6, whole, ",")
+      for (i = 1; i <= k; i++) print "NodeName=" $1 " Name=gpu Type=" $5 " File=/dev/nvidia" whole[i]
+      for (i = 1; i <= n; i++) {
+        if (split(dev[i], f, " ") != 5 || f[1] != $1) continue
+        if (f[2] !~ /^[0-9]+$/ || f[3] !~ /^[0-9]+g\.[0-9]+gb(\+[a-z]+)?$/ || f[4] !~ /^[0-9]+$/ || f[5] !~ /^[0-9]+$/) continue
+        print "NodeName=" $1 " Name=gpu Type=" f[3] " MultipleFiles=/dev/nvidia" f[2] \
+          ",/dev/nvidia-caps/nvidia-cap" f[4] ",/dev/nvidia-caps/nvidia-cap" f[5]
+      }
+    }'
 }
 
 slurm_cgroup_conf() {
@@ -1549,14 +1569,19 @@ repo_install() {
 # checked against the pinned fingerprint (offer_scratch): the node's own apt
 # and dnf state is never touched. Fails when the answer cannot be known (the
 # repository unreachable, apt never updated, outside a batch): the caller
-# then refuses nothing, and the change speaks for itself.
+# then refuses nothing, and the change speaks for itself. One answer is an
+# answer though: a server that says its index is not there (HTTP 404); then
+# _po_gone is the index's URL.
 pkg_offers() {
-  _po='' _pod=''
+  _po='' _pod='' _po_gone=''
   if [ -n "$1" ]; then
     repo_val "$1" name
     _pon=$_rv
     if ! { repo_check "$1" && repo_seen "$1"; } >/dev/null 2>&1; then
-      offer_scratch "$1" || return 1
+      if ! offer_scratch "$1"; then
+        [ ! -s "$_ros/gone" ] || read -r _po_gone <"$_ros/gone"
+        return 1
+      fi
       _pod=$_ros
     fi
   fi
@@ -1601,7 +1626,36 @@ offer_scratch() {
     return 0
   fi
   : >"$_ros/failed"
+  offer_index_gone "$1" >"$_ros/gone" 2>/dev/null
   return 1
+}
+
+# offer_index_gone DESC: prints the URL of the repository's index (apt's
+# Release, dnf's repodata/repomd.xml) when its server answers 404 Not Found
+# for it: a path naming a release or an OS the server does not have (MLNX
+# OFED's repository is one per release). Anything else (no answer, another
+# status, no curl) prints nothing: a mirror that is down is not a refusal.
+offer_index_gone() {
+  command -v curl >/dev/null 2>&1 || return 1
+  case "$GPUCTL_OS_FAMILY" in
+    debian)
+      repo_val "$1" suites
+      _oig_s=$_rv
+      repo_val "$1" uri
+      # A flat repository (suite "/" or "./", as MLNX OFED's) keeps it
+      # beside its packages.
+      case "$_oig_s" in
+        / | ./) _oig=${_rv%/}/Release ;;
+        */) _oig=${_rv%/}/${_oig_s%/}/Release ;;
+        *) _oig=${_rv%/}/dists/$_oig_s/Release ;;
+      esac ;;
+    rhel)
+      repo_val "$1" baseurl
+      _oig=${_rv%/}/repodata/repomd.xml ;;
+    *) return 1 ;;
+  esac
+  [ "$(curl -sS -o /dev/null -w '%{http_code}' --max-time 20 -- "$_oig")" = 404 ] || return 1
+  printf '%s\n' "$_oig"
 }
 
 # offer_fetch DESC DIR: the repository's key (repo_key_fetch, pinned) and a
@@ -1682,7 +1736,18 @@ offer_refuse() {
 # at WANT (version_in: a release or its prefix; "" any version); returns
 # when it does, or when pkg_offers cannot tell.
 offer_need() {
-  pkg_offers "$1" "$2" || return 0
+  if ! pkg_offers "$1" "$2"; then
+    [ -z "$_po_gone" ] || offer_gone "$1" "$4"
+    return 0
+  fi
   [ -z "$(offer_pick "$3")" ] || return 0
   offer_refuse "$1" "$2" "$3" "$4"
+}
+
+# offer_gone REPO FIX: after pkg_offers found REPO's index missing on its
+# server (_po_gone), prints the refusal and exits 5.
+offer_gone() {
+  repo_val "$1" name
+  echo "repository $_rv has no index at $_po_gone (the server answers 404 Not Found); $2"
+  exit 5
 }

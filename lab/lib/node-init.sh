@@ -52,6 +52,10 @@ mount --bind "$m/proc/sys/net" "$m/proc/sys/net"
 mount -o remount,bind,ro "$m/proc/sys"
 mount --bind -o ro "$m/run/gpuctl-lab/boot_id" "$m/proc/sys/kernel/random/boot_id"
 [ -e "$m/proc/sysrq-trigger" ] && mount --bind -o ro /dev/null "$m/proc/sysrq-trigger"
+# The driver's /proc/driver entries (MIG capabilities) are the GPU stand-ins'
+# to write: a small tmpfs of the node's own, empty at every boot as the real
+# ones are before the module loads.
+[ -d "$m/proc/driver" ] && mount -t tmpfs -o mode=755,nosuid,nodev,noexec,size=1m tmpfs "$m/proc/driver"
 
 mount --rbind /sys "$m/sys"
 mount -o remount,bind,ro "$m/sys"

@@ -624,14 +624,6 @@ void Reader::HardwareBlock(MapReader& m, Hardware& hardware) {
     g.nvswitch = gpus->Bool("nvswitch");
     if (gpus->Has("mig")) {
       ReadMig(source_, *gpus, g);
-      if (g.RunsMig() && inv_.orchestrator == Orchestrator::kSlurm) {
-        // Slurm reaches MIG devices through gres.conf lines naming each
-        // one's /dev/nvidia-caps files, which gpuctl does not write yet.
-        source_.Error(gpus->ValueWhere("mig"),
-                      "MIG on a Slurm cluster: gpuctl does not yet write the gres.conf lines for "
-                      "MIG devices (Type=<profile> with their /dev/nvidia-caps files); leave "
-                      "hardware.gpus.mig out, or set it to [] to turn MIG off");
-      }
     }
     hardware.gpus = g;
     gpus_at_ = gpus->where();

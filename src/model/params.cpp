@@ -99,6 +99,60 @@ std::string Roles(const Node& node) {
   return Join(roles, " ");
 }
 
+// The gres type of a whole GPU on a node that also runs MIG devices (every
+// GPU record there is typed): the model as Slurm's NVML detection spells it,
+// lower case without the vendor, "a100-sxm4-80gb".
+std::string WholeGpuType(std::string_view model) {
+  constexpr std::string_view kVendor = "nvidia_";
+  std::string type;
+  for (char c : model) {
+    const char lower = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    type += (std::isalnum(static_cast<unsigned char>(c)) != 0 || lower == '-' || lower == '.')
+                ? lower
+                : '_';
+  }
+  if (type.rfind(kVendor, 0) == 0 && type.size() > kVendor.size()) {
+    type.erase(0, kVendor.size());
+  }
+  return type;
+}
+
+// A Slurm node's line of slurm_nodes: "name address gres whole type indices".
+// gres is slurm.conf's Gres value ("gpu:8"; "gpu:a100-sxm4-80gb:2,gpu:1g.10gb:42"
+// with MIG; "-" without GPUs); whole is the count of GPUs without MIG; type
+// and indices ("-" unless the node runs MIG) are those GPUs' gres type and
+// their indices, each then its own typed gres.conf record beside the MIG
+// devices, whose device files only the node can tell (slurm.config's input).
+std::string SlurmNode(const Node& n) {
+  const int gpus = n.GpuCount();
+  if (!n.RunsMig()) {
+    return Fields("slurm_nodes", {n.name, n.address, gpus > 0 ? fmt::format("gpu:{}", gpus) : "-",
+                                  std::to_string(gpus), "-", "-"});
+  }
+  const auto& layout = *n.hardware.gpus->mig;
+  std::vector<std::string> whole;
+  std::map<std::string, int> mig;
+  for (std::size_t i = 0; i < static_cast<std::size_t>(gpus); ++i) {
+    if (i >= layout.size() || layout[i].empty()) {
+      whole.push_back(std::to_string(i));
+    } else {
+      for (const MigPlacement& p : layout[i]) {
+        ++mig[p.profile];
+      }
+    }
+  }
+  const std::string type = WholeGpuType(n.hardware.gpus->model);
+  std::vector<std::string> gres;
+  if (!whole.empty()) {
+    gres.push_back(fmt::format("gpu:{}:{}", type, whole.size()));
+  }
+  for (const auto& [profile, count] : mig) {
+    gres.push_back(fmt::format("gpu:{}:{}", profile, count));
+  }
+  return Fields("slurm_nodes", {n.name, n.address, Join(gres, ","), std::to_string(whole.size()),
+                                type, whole.empty() ? "-" : Join(whole, ",")});
+}
+
 std::string IbPorts(const Node& node) {
   std::vector<std::string> ports;
   ports.reserve(node.hardware.ib.size());
@@ -394,12 +448,12 @@ void AddSlurm(const Inventory& inv, std::map<std::string, std::string>& values) 
   values["slurm_cluster_name"] =
       !inv.slurm ? "" : (inv.slurm->cluster_name.empty() ? inv.cluster : inv.slurm->cluster_name);
   values["slurm_partitions"] = Join(partitions, "\n");
-  // Every worker is a Slurm node: "name address gpus", so each node can write
-  // the same slurm.conf (NodeName lines with Gres=gpu:N).
+  // Every worker is a Slurm node (SlurmNode), so each node can write the
+  // same slurm.conf and gres.conf.
   std::vector<std::string> nodes;
   if (inv.slurm) {
     for (const Node* n : inv.WithRole(Role::kWorker)) {
-      nodes.push_back(Fields("slurm_nodes", {n->name, n->address, std::to_string(n->GpuCount())}));
+      nodes.push_back(SlurmNode(*n));
     }
   }
   values["slurm_nodes"] = Join(nodes, "\n");

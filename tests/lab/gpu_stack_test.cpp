@@ -9,6 +9,7 @@
 // driver's module for it and holds it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -47,7 +48,7 @@ class GpuStackLabTest : public ::testing::Test {
     fs::create_directories(runs_);
     std::ofstream(unavailable_) << test::ReadFile(lab_->Env("LAB_INVENTORY"))
                                 << "versions:\n  driver: \"550.54.99\"\n  cuda: \"12.3\"\n"
-                                << "  cudnn: \"8.7\"\n";
+                                << "  cudnn: \"8.7\"\n  ofed: \"23.99\"\n";
     rpm_keys_before_ = On("worker2", "rpm -qa gpg-pubkey | wc -l");
     refused_plan_ = Gpuctl("plan", unavailable_);
     refused_apply_ = Gpuctl("apply --yes --run-dir " + RunDir("refused"), unavailable_);
@@ -129,9 +130,24 @@ TEST_F(GpuStackLabTest, VersionsTheRepositoriesLackAreRefusedBeforeAnythingChang
                 "versions.cudnn to a release built for CUDA 12")}) {
     EXPECT_NE(plan.find(line), std::string::npos) << line << "\n" << plan;
   }
+  // MLNX OFED 23.99: the mirror has no repository for that release (one per
+  // release), which its server says with a 404 for the index.
+  for (const std::string index : {"/ofed/latest-23.99/ubuntu22.04/amd64/Release",
+                                  "/ofed/latest-23.99/rhel9.4/x86_64/repodata/repomd.xml"}) {
+    const auto at = plan.find(index);
+    ASSERT_NE(at, std::string::npos) << index << "\n" << plan;
+    const auto from = plan.find_first_not_of(' ', plan.rfind('\n', at) + 1);
+    const std::string line = plan.substr(from, plan.find('\n', at) - from);
+    const std::string head = refused("ib.ofed", "repository ofed has no index at http://");
+    const std::string tail = index +
+                             " (the server answers 404 Not Found); set versions.ofed to a "
+                             "release the mirror has";
+    EXPECT_EQ(line.substr(0, head.size()), head) << line;
+    EXPECT_EQ(line.substr(line.size() - std::min(line.size(), tail.size())), tail) << line;
+  }
   // One toolkit line for each node.
   EXPECT_NE(plan.find(refused("cuda.toolkit", "")), plan.rfind(refused("cuda.toolkit", "")));
-  EXPECT_NE(plan.find("6 changes cannot succeed as the inventory asks"), std::string::npos) << plan;
+  EXPECT_NE(plan.find("8 changes cannot succeed as the inventory asks"), std::string::npos) << plan;
 
   EXPECT_EQ(refused_apply_.status, 1) << refused_apply_.out;
   EXPECT_EQ(ChangesIn(RunDir("refused")), 0) << refused_apply_.out;

@@ -514,6 +514,54 @@ TEST_F(SlurmLabTest, AptAndDnfWorkersGoIdleWithGpusRunJobsAndKeepTheKeySecret) {
   const Result after_removal = Gpuctl("plan", removed, env);
   EXPECT_EQ(after_removal.status, 0) << after_removal.out;
 
+  // MIG on a Slurm node (issue 11, item 4): two of worker1's GPUs split
+  // into a 3g.40gb and two 1g.10gb instances each. apply turns MIG mode on
+  // (pending under nvidia-persistenced: worker1 drains and reboots), makes
+  // the instances, and gres.conf names each MIG device by its profile with
+  // the /dev/nvidia-caps nodes the driver published for it; the six whole
+  // GPUs are typed by their model. The real slurmd accepts the files and
+  // slurmctld schedules each type.
+  const std::string mig = (fs::path(lab_->Env("LAB_STATE")) / "mig.yaml").string();
+  ASSERT_EQ(Shell("python3 -c " +
+                  Quote("import sys, yaml\n"
+                        "doc = yaml.safe_load(open(sys.argv[1]))\n"
+                        "for n in doc['nodes']:\n"
+                        "    if n['name'] == 'worker1':\n"
+                        "        n['hardware']['gpus']['mig'] = [{'gpus': '0-1', 'instances': "
+                        "{'3g.40gb': 1, '1g.10gb': 2}}]\n"
+                        "yaml.safe_dump(doc, open(sys.argv[2], 'w'), sort_keys=False)\n") +
+                  " " + Quote(removed) + " " + Quote(mig))
+                .status,
+            0);
+  const Result mig_apply = Gpuctl("apply --yes --run-dir " + RunDir("mig"), mig, env);
+  ASSERT_EQ(mig_apply.status, 0) << mig_apply.out;
+  const std::string mig_gres = "worker1 idle gpu:1g.10gb:4,gpu:3g.40gb:2,gpu:a100-sxm4-80gb:6";
+  // sinfo's gres without the socket fields, sorted: slurmctld keeps its own order.
+  const auto sinfo_gres = [&] {
+    return Trim(lab_->Ssh("master1",
+                          "sinfo -N -h -o '%N %T %G' | sed 's/([^)]*)//g' | "
+                          "while read -r n st g; do echo \"$n $st $(echo \"$g\" | tr , '\\n' | "
+                          "sort | paste -sd, -)\"; done | sort -u")
+                    .out);
+  };
+  EXPECT_TRUE(PollUntil(std::chrono::seconds(60), [&] { return sinfo_gres() == mig_gres; }))
+      << lab_->Ssh("master1", "sinfo -N -o '%N %T %G %E'; cat /etc/slurm/gres.conf").out;
+  EXPECT_EQ(Trim(lab_->Ssh("worker1",
+                           "grep -c 'Type=1g.10gb MultipleFiles=/dev/nvidia[01],"
+                           "/dev/nvidia-caps/nvidia-cap[0-9]*,/dev/nvidia-caps/"
+                           "nvidia-cap[0-9]*$' /etc/slurm/gres.conf")
+                     .out),
+            "4");
+  for (const char* gres : {"gpu:1g.10gb:4", "gpu:3g.40gb:1", "gpu:a100-sxm4-80gb:6"}) {
+    EXPECT_EQ(lab_->Ssh("master1",
+                        std::string("timeout 120 srun -p all --gres=") + gres + " hostname 2>&1")
+                  .out,
+              "worker1\n")
+        << gres;
+  }
+  const Result mig_again = Gpuctl("plan", mig, env);
+  EXPECT_EQ(mig_again.status, 0) << mig_again.out;
+
   // Day 2: `gpuctl reset --packages` of every node (issue 16, item 7),
   // worker2 (removed above) included: the cluster goes down and each node
   // is put back as it was before gpuctl, apt and dnf alike. Without a

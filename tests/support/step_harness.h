@@ -123,6 +123,10 @@ class StepHarness {
     return text.str();
   }
 
+  // The step's probe, to run with `Script` after a set-up of the test's own.
+  [[nodiscard]] const std::string& ProbeScript(const std::string& step) const {
+    return Get(step).probe;
+  }
   StepRun Probe(const std::string& step, const std::string& node) {
     return RunScript(Get(step).probe, step, node);
   }

@@ -127,13 +127,19 @@ TEST(InventoryMig, ErrorsPointAtTheValue) {
   }
 }
 
-TEST(InventoryMig, SlurmNodesRefuseMigUntilGresConfNamesItsDevices) {
-  std::string text = Cluster(
-      "        model: NVIDIA H100 80GB HBM3\n        count: 2\n"
-      "        mig: [{instances: {1g.10gb: 7}}]\n");
+// On Slurm every GPU record of a MIG node is typed: each MIG profile by its
+// name, the node's whole GPUs by the model's (Slurm's NVML spelling); a node
+// without MIG keeps its untyped count.
+TEST(InventoryMig, SlurmCountsEachProfileAndTypesTheWholeGpusBeside) {
+  std::string text = Cluster(kMixedLayout);
   text.replace(text.find("kubernetes"), 10, "slurm");
   auto p = ParseText(text);
-  EXPECT_TRUE(HasDiagnostic(p.diagnostics, 13, 14, "Slurm")) << p.diagnostics.Format();
+  ASSERT_TRUE(p.inventory) << p.diagnostics.Format();
+  const Inventory& inv = *p.inventory;
+  EXPECT_EQ(ParameterValues(inv, inv.nodes[0]).at("slurm_nodes"),
+            "w1 198.18.0.11 gpu:a100-sxm4-80gb:1,gpu:1g.10gb:11,gpu:2g.20gb:2,gpu:3g.40gb:2 1 "
+            "a100-sxm4-80gb 1\n"
+            "w2 198.18.0.12 gpu:2 2 - -");
 }
 
 }  // namespace

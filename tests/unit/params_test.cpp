@@ -267,8 +267,9 @@ TEST(Params, Slurm) {
   EXPECT_EQ(v.at("slurm_cluster_name"), "lab");
   // "name nodes default max_time default_time": INFINITE and '-' when unset.
   EXPECT_EQ(v.at("slurm_partitions"), "gpu w1 YES 2-00:00:00 60\nall w1,w2 NO INFINITE -");
-  // Every worker, with its GPU count (0 without GPUs), for slurm.conf's NodeName lines.
-  EXPECT_EQ(v.at("slurm_nodes"), "w1 198.18.0.11 8\nw2 198.18.0.12 0");
+  // Every worker, with its gres and GPU count ('-' and 0 without GPUs), for
+  // slurm.conf's NodeName lines and gres.conf.
+  EXPECT_EQ(v.at("slurm_nodes"), "w1 198.18.0.11 gpu:8 8 - -\nw2 198.18.0.12 - 0 - -");
 }
 
 TEST(Params, WithoutNfsOrSlurmTheValuesAreEmpty) {

@@ -183,5 +183,58 @@ TEST(PreflightTest, OnDnfTheKernelDevelOfTheRunningReleaseIsAsked) {
   }
 }
 
+// MLNX OFED's repository is one per release (latest-24.01/...): a release
+// the mirror does not have is a path its server answers 404 for. That is an
+// answer, and ib.ofed refuses; a server that does not answer refuses nothing.
+std::string OfedInventory(const std::string& ofed) {
+  return "cluster: t\nversions: {ofed: \"" + ofed +
+         "\"}\nnodes:\n"
+         "  - {name: m, address: 198.18.0.1, os: ubuntu-22.04, roles: [master]}\n"
+         "  - name: u\n    address: 198.18.0.2\n    os: ubuntu-22.04\n    roles: [worker]\n"
+         "    hardware: {ib: [{device: mlx5_0, port: 1}]}\n"
+         "  - name: r\n    address: 198.18.0.3\n    os: rocky-9\n    roles: [worker]\n"
+         "    hardware: {ib: [{device: mlx5_0, port: 1}]}\n";
+}
+
+// A fresh node in a batch (its scratch directory): the key cannot be had
+// (gpg fails), so the repository is not read; curl answers the index's URL
+// with `status`.
+void FreshOfedNode(StepHarness& h, const std::string& status) {
+  h.Stub("dpkg-query", "exit 1");
+  h.Stub("rpm", "exit 1");
+  h.Stub("gpg", "exit 2");
+  h.Stub("curl", "for a; do last=$a; done\necho \"$last\" >>\"$HOME/asked\"\nprintf " + status);
+}
+
+TEST(PreflightTest, AnOfedReleaseTheMirrorHasNoRepositoryForIsRefused) {
+  StepHarness h(OfedInventory("23.99"));
+  FreshOfedNode(h, "404");
+  for (const auto& [node, index] :
+       {std::pair{"u",
+                  "https://linux.mellanox.com/public/repo/mlnx_ofed/latest-23.99/ubuntu22.04/"
+                  "amd64/Release"},
+        std::pair{"r",
+                  "https://linux.mellanox.com/public/repo/mlnx_ofed/latest-23.99/rhel9.4/"
+                  "x86_64/repodata/repomd.xml"}}) {
+    SCOPED_TRACE(node);
+    const auto run = h.Script("_gf_tmp=$(mktemp -d)\nGPUCTL_FACT_OS_VERSION_ID=9.4\n(\n" +
+                                  h.ProbeScript("ib.ofed") + "\n)",
+                              "ib.ofed", node);
+    EXPECT_EQ(run.status, 5) << run.out;
+    EXPECT_EQ(run.out, std::string("repository ofed has no index at ") + index +
+                           " (the server answers 404 Not Found); set versions.ofed to a release "
+                           "the mirror has\n");
+  }
+}
+
+TEST(PreflightTest, AnOfedMirrorThatDoesNotAnswerRefusesNothing) {
+  StepHarness h(OfedInventory("23.99"));
+  FreshOfedNode(h, "000");  // curl's code when nothing answered
+  const auto run =
+      h.Script("_gf_tmp=$(mktemp -d)\n(\n" + h.ProbeScript("ib.ofed") + "\n)", "ib.ofed", "u");
+  EXPECT_EQ(run.status, 1) << run.out;
+  EXPECT_EQ(run.out, "mlnx-ofed-all is not installed\n");
+}
+
 }  // namespace
 }  // namespace gpuctl

@@ -4,6 +4,10 @@
 // captures of -lgi, -lci and -L on H100 and A100 boards).
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include <filesystem>
 #include <regex>
 #include <string>
 
@@ -105,6 +109,36 @@ TEST_F(MigStandin, DestroyingFollowsTheDriversOrder) {
   EXPECT_EQ(Smi("mig -dgi").status, 0);
   EXPECT_EQ(Smi("mig -dgi").out, "No GPU instances found: Not Found\n");
   EXPECT_EQ(Smi("-i 0 -mig 0").out, "Disabled MIG Mode for GPU 00000000:18:00.0\nAll done.\n");
+}
+
+// Each GPU and compute instance is a capability the driver publishes under
+// /proc/driver/nvidia/capabilities with the minor of its /dev/nvidia-caps
+// node (gpu0/gi2/access 21 and gi2/ci0/access 22, as published captures show);
+// Slurm's gres.conf names those nodes. They go with the instances.
+TEST_F(MigStandin, InstancesPublishTheirCapabilitiesLikeTheDriver) {
+  const std::filesystem::path caps = node_.root() / "proc/driver/nvidia/capabilities";
+  EXPECT_EQ(ReadFile(caps / "mig/config"),
+            "DeviceFileMinor: 1\nDeviceFileMode: 292\nDeviceFileModify: 1\n");
+  ASSERT_EQ(Smi("-mig 1").status, 0);
+  ASSERT_EQ(Smi("mig -i 1 -cgi 1g.10gb,1g.10gb -C").status, 0);
+  // GPU 1's GI 2: 3 + 135 (GPU 0's slots) + 2 x 9.
+  EXPECT_EQ(ReadFile(caps / "gpu1/mig/gi2/access").substr(0, 21), "DeviceFileMinor: 156\n");
+  EXPECT_EQ(ReadFile(caps / "gpu1/mig/gi2/ci0/access").substr(0, 21), "DeviceFileMinor: 157\n");
+  EXPECT_TRUE(std::filesystem::exists(caps / "gpu1/mig/gi1/ci0/access"));
+  EXPECT_FALSE(std::filesystem::exists(caps / "gpu0/mig/gi1"));
+  if (geteuid() == 0) {
+    struct stat st {};
+    ASSERT_EQ(stat((node_.root() / "dev/nvidia-caps/nvidia-cap157").c_str(), &st), 0);
+    EXPECT_TRUE(S_ISCHR(st.st_mode));
+    EXPECT_EQ(minor(st.st_rdev), 157U);
+  }
+  ASSERT_EQ(Smi("mig -dci").status, 0);
+  EXPECT_FALSE(std::filesystem::exists(caps / "gpu1/mig/gi2/ci0"));
+  EXPECT_TRUE(std::filesystem::exists(caps / "gpu1/mig/gi2/access"));
+  ASSERT_EQ(Smi("mig -cgi 1g.10gb -C").status, 0);
+  Boot();  // the driver loses every instance, and their capabilities
+  EXPECT_FALSE(std::filesystem::exists(caps / "gpu1/mig"));
+  EXPECT_TRUE(std::filesystem::exists(caps / "mig/monitor"));
 }
 
 TEST_F(MigStandin, AGpuWithoutMigSaysNotSupported) {

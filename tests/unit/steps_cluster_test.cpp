@@ -228,6 +228,79 @@ TEST_F(ClusterStepsTest, SlurmNodeHardwareIsWhatSlurmdWouldFind) {
             "RealMemory=23552\n");
 }
 
+// worker1 with two H100s: GPU 0 split into two 1g.10gb MIG devices, GPU 1 whole.
+std::string SlurmMigInventory() {
+  std::string inv = ClusterInventory("slurm");
+  inv.replace(inv.find("count: 8}}"), 10,
+              "count: 2, mig: [{gpus: \"0\", instances: {1g.10gb: 2}}]}}");
+  return inv;
+}
+
+// `nvidia-smi mig -lgi` for that layout, in the real table's columns (the
+// lab's stand-in prints the published captures' layout).
+constexpr const char* kMigGpuInstances =
+    "+---------------------------------------------------------+\n"
+    "| GPU instances:                                          |\n"
+    "| GPU   Name               Profile  Instance   Placement  |\n"
+    "|                            ID       ID       Start:Size |\n"
+    "|=========================================================|\n"
+    "|   0  MIG 1g.10gb           19        1          0:1     |\n"
+    "+---------------------------------------------------------+\n"
+    "|   0  MIG 1g.10gb           19        2          1:1     |\n"
+    "+---------------------------------------------------------+\n";
+
+// A MIG node's records are all typed: the whole GPU by its model, each MIG
+// device by its profile with its GPU's node and its GPU and compute
+// instances' capability nodes, whose minors the input reads from the
+// driver's /proc/driver/nvidia/capabilities.
+TEST_F(ClusterStepsTest, MigDevicesReachGresConfWithTheirCapabilityNodes) {
+  StepHarness h(SlurmMigInventory());
+  h.StubOutput("nvidia-smi", kMigGpuInstances);
+  const Step* config = h.catalog().Find("slurm.config");
+  ASSERT_NE(config, nullptr);
+  std::string input;
+  for (const StepInput& in : config->inputs) {
+    if (in.name == "mig_devices") input = in.script;
+  }
+  ASSERT_FALSE(input.empty());
+  // The driver's files, on a tmpfs over this namespace's /proc/driver.
+  std::string driver = "mount -t tmpfs tmpfs /proc/driver || exit 9\n";
+  for (const auto& [path, minor] :
+       std::vector<std::pair<std::string, int>>{{"gpu0/mig/gi1", 12},
+                                                {"gpu0/mig/gi1/ci0", 13},
+                                                {"gpu0/mig/gi2", 21},
+                                                {"gpu0/mig/gi2/ci0", 22}}) {
+    const std::string dir = "/proc/driver/nvidia/capabilities/" + path;
+    driver += "mkdir -p " + dir + " && printf 'DeviceFileMinor: " + std::to_string(minor) +
+              "\\nDeviceFileMode: 292\\nDeviceFileModify: 1\\n' >" + dir + "/access\n";
+  }
+  auto run = h.Script(driver + "(\n" + input + "\n)", "slurm.config", "worker1");
+  ASSERT_EQ(run.status, 0) << run.out;
+  EXPECT_EQ(run.out, "0 1g.10gb 12 13\n0 1g.10gb 21 22\n");
+  // Without GPU instances the input starts nothing (nvidia-smi would fail).
+  h.StubOutput("nvidia-smi", "", 9);
+  run = h.Script("mount -t tmpfs tmpfs /proc/driver || exit 9\n(\n" + input + "\n)", "slurm.config",
+                 "worker1");
+  EXPECT_EQ(run.status, 0) << run.out;
+  EXPECT_EQ(run.out, "");
+
+  h.SetEnv("GPUCTL_MIG_DEVICES",
+           "worker1 0 1g.10gb 12 13\nworker1 0 1g.10gb 21 22\n"
+           "worker1 0 1g.10gb 30 31;reboot\nworker9 0 1g.10gb 39 40");
+  run = h.Script("slurm_gres_conf; slurm_conf | grep '^NodeName'", "slurm.config", "worker1");
+  EXPECT_EQ(
+      run.out,
+      "# Written by gpuctl (step slurm.config) from the inventory; edits are replaced.\n"
+      "AutoDetect=off\n"
+      "NodeName=worker1 Name=gpu Type=h100_80gb_hbm3 File=/dev/nvidia1\n"
+      "NodeName=worker1 Name=gpu Type=1g.10gb "
+      "MultipleFiles=/dev/nvidia0,/dev/nvidia-caps/nvidia-cap12,/dev/nvidia-caps/nvidia-cap13\n"
+      "NodeName=worker1 Name=gpu Type=1g.10gb "
+      "MultipleFiles=/dev/nvidia0,/dev/nvidia-caps/nvidia-cap21,/dev/nvidia-caps/nvidia-cap22\n"
+      "NodeName=worker1 NodeAddr=198.18.0.11 Gres=gpu:h100_80gb_hbm3:1,gpu:1g.10gb:2 "
+      "State=UNKNOWN\n");
+}
+
 // Debian 12's Slurm as dpkg-query -W -f='${Version}' and rpm -q --qf
 // '%{VERSION}-%{RELEASE}' print it (the lab's Rocky rpms carry the same).
 constexpr const char* kDebianSlurm = "22.05.8-4+deb12u3";

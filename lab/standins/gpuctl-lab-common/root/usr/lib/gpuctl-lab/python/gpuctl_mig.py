@@ -10,9 +10,17 @@ What the real driver keeps, kept the same way:
 
 A GI takes memory slices [start, start+size) of the GPU's eight and a number
 of its seven compute slices; each profile may start only at certain slices.
+
+Each GI and CI is also a capability, as the driver publishes it: a file
+/proc/driver/nvidia/capabilities/gpuN/mig/giG[/ciC]/access holding the minor
+of its /dev/nvidia-caps/nvidia-capM node, which Slurm's gres.conf names. The
+lab mounts a tmpfs of the node's own on /proc/driver so these can be written.
 """
 
 import json
+import os
+import shutil
+import stat
 
 import gpuctl_lab as lab
 
@@ -127,6 +135,7 @@ def set_mode(profile, gpu, enabled):
 
 def boot():
     """At boot the GPUs reset: a pending mode becomes current."""
+    reset_capabilities()
     modes = _modes()
     if modes:
         _save_modes({u: (p, p) for u, (_, p) in modes.items()})
@@ -150,6 +159,58 @@ def _save_instances(gpu, gis):
     everything = _all_instances()
     everything[gpu.uuid] = gis
     lab.write_text(INSTANCE_FILE, json.dumps(everything, sort_keys=True))
+    _publish_capabilities(gpu, gis)
+
+
+# --- capabilities (/proc/driver/nvidia/capabilities, /dev/nvidia-caps) -----------
+
+CAPS_PROC = "/proc/driver/nvidia/capabilities"
+CAPS_DEV = "/dev/nvidia-caps"
+# The nvidia-caps character major is dynamic on a real host (/proc/devices
+# names it); the lab takes one no driver of this kernel registers, so opening
+# a node gives ENXIO, like /dev/nvidiaN's.
+CAPS_MAJOR = 511
+# The driver's table (/proc/driver/nvidia-caps/mig-minors): config 1, monitor
+# 2, then per GPU 15 GI slots of one access minor and eight CI minors each.
+# It gives gpu0/gi2/access 21 and gpu0/gi2/ci0/access 22, as published
+# captures show.
+GI_SLOTS, CI_SLOTS = 15, 8
+
+
+def cap_minor(gpu_index, gi, ci=None):
+    base = 3 + gpu_index * GI_SLOTS * (1 + CI_SLOTS) + gi * (1 + CI_SLOTS)
+    return base if ci is None else base + 1 + ci
+
+
+def _write_cap(relative, minor):
+    lab.write_text(f"{CAPS_PROC}/{relative}",
+                   f"DeviceFileMinor: {minor}\nDeviceFileMode: 292\nDeviceFileModify: 1\n")
+    path = lab.node_path(f"{CAPS_DEV}/nvidia-cap{minor}")
+    if os.path.exists(path):
+        return
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        os.mknod(path, 0o444 | stat.S_IFCHR, os.makedev(CAPS_MAJOR, minor))
+        os.chmod(path, 0o444)
+    except OSError:
+        pass  # not root (a unit test under GPUCTL_LAB_ROOT): the /proc files alone
+
+
+def reset_capabilities():
+    """The module loads: only the driver-wide MIG capabilities exist."""
+    shutil.rmtree(lab.node_path(CAPS_PROC), ignore_errors=True)
+    _write_cap("mig/config", 1)
+    _write_cap("mig/monitor", 2)
+
+
+def _publish_capabilities(gpu, gis):
+    """gpuN/mig/ as the GPU's GIs and CIs now are."""
+    root = f"gpu{gpu.index}/mig"
+    shutil.rmtree(lab.node_path(f"{CAPS_PROC}/{root}"), ignore_errors=True)
+    for gi in gis:
+        _write_cap(f"{root}/gi{gi['id']}/access", cap_minor(gpu.index, gi["id"]))
+        for ci in gi["cis"]:
+            _write_cap(f"{root}/gi{gi['id']}/ci{ci}/access", cap_minor(gpu.index, gi["id"], ci))
 
 
 def ci_profile_id(gi):
