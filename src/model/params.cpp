@@ -182,8 +182,9 @@ std::string MigLayout(const Node& node) {
   return Join(lines, "\n");
 }
 
-// One line per worker with GPUs: "name gpus dev:port,dev:port" ("-" when the
-// node has no IB port), for the validation steps run from the master.
+// One line per worker with GPUs: "name gpus dev:port,dev:port mig" ("-" when
+// the node has no IB port; "mig" when some of its GPUs run MIG instances,
+// else "-"), for the validation steps run from the master.
 std::string GpuWorkers(const Inventory& inv) {
   std::vector<std::string> lines;
   for (const Node* n : inv.WithRole(Role::kWorker)) {
@@ -194,8 +195,9 @@ std::string GpuWorkers(const Inventory& inv) {
     for (const auto& p : n->hardware.ib) {
       ports.push_back(fmt::format("{}:{}", p.device, p.port));
     }
-    lines.push_back(Fields("gpu_workers", {n->name, std::to_string(n->GpuCount()),
-                                           ports.empty() ? "-" : Join(ports, ",")}));
+    lines.push_back(Fields("gpu_workers",
+                           {n->name, std::to_string(n->GpuCount()),
+                            ports.empty() ? "-" : Join(ports, ","), n->RunsMig() ? "mig" : "-"}));
   }
   return Join(lines, "\n");
 }

@@ -129,9 +129,11 @@ TEST(Params, SshHostKeysListTheNodesGpuctlReachedWithTheirVerifiedKeys) {
             "w2 198.18.0.12 ecdsa-sha2-nistp256 AAAAE2VjZHNhW2");
 }
 
+// The last field says "mig" for a worker running MIG instances (validate.nccl
+// leaves it out; steps_validate_test.cpp).
 TEST(Params, GpuWorkersListsWorkersWithGpusAndTheirIbPorts) {
   const Inventory inv = Load(kCluster);
-  EXPECT_EQ(ParameterValues(inv, inv.nodes[0]).at("gpu_workers"), "w1 8 mlx5_0:1,mlx5_1:1");
+  EXPECT_EQ(ParameterValues(inv, inv.nodes[0]).at("gpu_workers"), "w1 8 mlx5_0:1,mlx5_1:1 -");
   const Inventory two = Load(R"(cluster: t
 nodes:
   - {name: m, address: 198.18.0.1, os: ubuntu-22.04, roles: [master]}
@@ -146,7 +148,7 @@ nodes:
     roles: [worker]
     hardware: {gpus: {model: A100, count: 8}, ib: [{device: mlx5_2, port: 2}]}
 )");
-  EXPECT_EQ(ParameterValues(two, two.nodes[0]).at("gpu_workers"), "a 4 -\nb 8 mlx5_2:2");
+  EXPECT_EQ(ParameterValues(two, two.nodes[0]).at("gpu_workers"), "a 4 - -\nb 8 mlx5_2:2 -");
 }
 
 TEST(Params, HostsListsManagementThenIbAddresses) {

@@ -90,6 +90,26 @@ TEST(NcclValidate, AFailedRunNamesTheToolsError) {
             "common.cu:892 'CUDA driver version is insufficient for CUDA runtime version'\n");
 }
 
+// A worker running MIG instances is left out of the NCCL run and named: one
+// CUDA process sees a single MIG device.
+TEST(NcclValidate, AWorkerRunningMigIsLeftOutAndNamed) {
+  std::string inventory = ValidateInventory(3, "");
+  const std::string w2 =
+      "count: 8}\n      ib: [{device: mlx5_0, port: 1, rate: 200}]\n  - name: w3";
+  ASSERT_NE(inventory.find(w2), std::string::npos);
+  inventory.replace(inventory.find(w2), 9,
+                    "count: 8, mig: [{gpus: \"0\", instances: {1g.10gb: 7}}]}");
+  StepHarness h(inventory);
+  h.Stub("mpirun",
+         "echo \"$*\" >\"$HOME/mpirun.args\"\ncat '" + StepHarness::Fixture(kTwoH100Nodes) + "'");
+  const auto run = h.Probe("validate.nccl", "m");
+  EXPECT_EQ(run.status, 0) << run.out;
+  EXPECT_EQ(run.out,
+            "all_reduce_perf 2 nodes x 8 GPUs (not on w2: MIG): busbw 369.12 GB/s at 8G (no "
+            "threshold)\n");
+  EXPECT_TRUE(ValidateHas(ReadAll(h.dir() / "mpirun.args"), "-np 2 -H w1,w3 "));
+}
+
 TEST(NcclValidate, OneGpuWorkerRunsOnItsOwnOverSsh) {
   StepHarness h(ValidateInventory(1, ""));
   h.Stub("ssh",
