@@ -1162,19 +1162,23 @@ slurm_gres_conf() {
   echo "# Written by gpuctl (step slurm.config) from the inventory; edits are replaced."
   echo "AutoDetect=off"
   printf '%s\n' "$GPUCTL_SLURM_NODES" | awk -v mig="${GPUCTL_MIG_DEVICES:-}" '
-    BEGIN { n = split(mig, dev, "\n") }
+    BEGIN {
+      # The device records of each node, gathered once (linear in the cluster).
+      n = split(mig, dev, "\n")
+      for (i = 1; i <= n; i++) {
+        if (split(dev[i], f, " ") != 5) continue
+        if (f[2] !~ /^[0-9]+$/ || f[3] !~ /^[0-9]+g\.[0-9]+gb(\+[a-z]+)?$/ || f[4] !~ /^[0-9]+$/ || f[5] !~ /^[0-9]+$/) continue
+        recs[f[1]] = recs[f[1]] "NodeName=" f[1] " Name=gpu Type=" f[3] " MultipleFiles=/dev/nvidia" f[2] \
+          ",/dev/nvidia-caps/nvidia-cap" f[4] ",/dev/nvidia-caps/nvidia-cap" f[5] "\n"
+      }
+    }
     NF && $5 == "-" && $4 > 0 {
       print "NodeName=" $1 " Name=gpu File=/dev/nvidia" ($4 > 1 ? "[0-" $4 - 1 "]" : "0")
     }
     NF && $5 != "-" {
       k = $6 == "-" ? 0 : split($6, whole, ",")
       for (i = 1; i <= k; i++) print "NodeName=" $1 " Name=gpu Type=" $5 " File=/dev/nvidia" whole[i]
-      for (i = 1; i <= n; i++) {
-        if (split(dev[i], f, " ") != 5 || f[1] != $1) continue
-        if (f[2] !~ /^[0-9]+$/ || f[3] !~ /^[0-9]+g\.[0-9]+gb(\+[a-z]+)?$/ || f[4] !~ /^[0-9]+$/ || f[5] !~ /^[0-9]+$/) continue
-        print "NodeName=" $1 " Name=gpu Type=" f[3] " MultipleFiles=/dev/nvidia" f[2] \
-          ",/dev/nvidia-caps/nvidia-cap" f[4] ",/dev/nvidia-caps/nvidia-cap" f[5]
-      }
+      printf "%s", recs[$1]
     }'
 }
 
@@ -1579,7 +1583,7 @@ pkg_offers() {
     _pon=$_rv
     if ! { repo_check "$1" && repo_seen "$1"; } >/dev/null 2>&1; then
       if ! offer_scratch "$1"; then
-        [ ! -s "$_ros/gone" ] || read -r _po_gone <"$_ros/gone"
+        [ -z "$_ros" ] || [ ! -s "$_ros/gone" ] || read -r _po_gone <"$_ros/gone"
         return 1
       fi
       _pod=$_ros
@@ -1615,6 +1619,7 @@ pkg_offers() {
 # the probes that ask after it share the one download. Fails outside a batch,
 # without gpg (or curl for a key URL), or when the key or lists cannot be had.
 offer_scratch() {
+  _ros=''
   repo_val "$1" name
   [ -n "${_gf_tmp:-}" ] || return 1
   _ros=$_gf_tmp/offer-$_rv
