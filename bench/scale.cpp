@@ -18,6 +18,9 @@
 // ("cpu"): on a machine shared with other work that moves less than wall.
 // GPUCTL_BENCH_CONCURRENCY=N runs N walkers at once instead of gpuctl's
 // default (nodes answer at once here, so 64 walkers only contend).
+// GPUCTL_BENCH_MEMBERS=1 makes every node a member of a running cluster
+// from the start, so each disruptive change drains it first (one member at
+// a time, gpuctl's default).
 #include <sys/resource.h>
 
 #include <chrono>
@@ -88,9 +91,23 @@ class ConvergingNodes {
       for (const auto& [family, script] : step.change) {
         changes_.emplace(script, index);
       }
+      changes_step_.emplace(step.id, index);
       ++index;
     }
     steps_ = index;
+    // A drain's member question: yes once the step that joins the node to
+    // that cluster changed it, as on real nodes (a fresh node is no member,
+    // so a fresh apply drains nothing). GPUCTL_BENCH_MEMBERS=1: every node
+    // is a member from the start (a running cluster, where each node's
+    // disruptive changes wait for its turn to be drained).
+    all_members_ = std::getenv("GPUCTL_BENCH_MEMBERS") != nullptr;
+    for (const auto& drain : spec.catalog.drains()) {
+      for (const char* join : {"k8s.join", "slurm.node"}) {
+        if (auto it = changes_step_.find(join); it != changes_step_.end()) {
+          members_.emplace(drain.member, it->second);
+        }
+      }
+    }
     for (const auto& node : spec.inventory.nodes) {
       nodes_.emplace(node.name, Known{nodes_.size(), OsReleaseText(node)});
     }
@@ -117,6 +134,16 @@ class ConvergingNodes {
       r.exit_status = done_[known.index * steps_ + it->second] != 0 ? 0 : kProbeNeedsChange;
       return r;
     }
+    if (auto [first, last] = members_.equal_range(own); first != last) {
+      std::lock_guard lock(mutex_);
+      r.exit_status = all_members_ ? 0 : 1;
+      for (auto it = first; it != last; ++it) {
+        if (done_[known.index * steps_ + it->second] != 0) {
+          r.exit_status = 0;
+        }
+      }
+      return r;
+    }
     if (own.find("systemctl reboot") != std::string::npos) {
       transport_.Restart(node);  // back at once, its /run emptied
     }
@@ -129,10 +156,13 @@ class ConvergingNodes {
     std::string os_release;
   };
   FakeTransport& transport_;
-  std::unordered_map<std::string, std::size_t> scripts_;  // probe or verification -> step
-  std::unordered_map<std::string, std::size_t> changes_;  // change -> step
+  std::unordered_map<std::string, std::size_t> scripts_;       // probe or verification -> step
+  std::unordered_map<std::string, std::size_t> changes_;       // change -> step
+  std::unordered_map<std::string, std::size_t> changes_step_;  // step id -> step
+  std::unordered_multimap<std::string, std::size_t> members_;  // member question -> joining step
   std::unordered_map<std::string, Known> nodes_;
   std::size_t steps_ = 0;
+  bool all_members_ = false;
   std::mutex mutex_;
   std::vector<char> done_;  // [node * steps_ + step]: its change ran there
 };

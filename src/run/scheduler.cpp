@@ -31,6 +31,7 @@ Scheduler::Scheduler(SchedulerLimits limits, std::vector<ScheduledItem> items,
                      std::set<std::string> failed_nodes)
     : limits_(limits),
       items_(std::move(items)),
+      deps_done_(items_.size(), 0),
       failed_nodes_(std::move(failed_nodes)),
       slots_free_(limits.concurrency) {
   if (limits_.interrupted != nullptr) {
@@ -151,14 +152,23 @@ bool Scheduler::Stopping() const {
 }
 
 bool Scheduler::Decided(std::size_t item, const std::vector<std::string>& reached,
-                        Admission& admission, Waiter& waiter) const {
+                        Admission& admission, Waiter& waiter) {
   if (Stopping()) {
     admission.verdict = Admission::Verdict::kStopped;
     return true;
   }
   const ScheduledItem& waiter_item = items_[item];
-  for (const std::size_t dep : waiter_item.after) {
+  std::size_t& deps_done = deps_done_[item];
+  bool done_so_far = true;  // every dependency before this one is done
+  for (std::size_t i = deps_done; i < waiter_item.after.size(); ++i) {
+    const std::size_t dep = waiter_item.after[i];
     const ScheduledItem& needed = items_[dep];
+    // Only done is final: changed here may yet fail its reboot's check.
+    done_so_far = done_so_far && needed.progress == Progress::kDone;
+    if (done_so_far) {
+      deps_done = i + 1;
+      continue;
+    }
     if (needed.progress == Progress::kDead) {
       admission = {Admission::Verdict::kDeadItem, dep};
       return true;
@@ -179,10 +189,22 @@ bool Scheduler::Decided(std::size_t item, const std::vector<std::string>& reache
       return false;
     }
   }
-  for (const std::string& node : reached) {
-    if (down_.count(node) != 0) {
-      waiter.node = node;
-      return false;
+  // Few nodes are down at a time, and an item may reach thousands (the
+  // master's step that reads every worker): then the down ones are looked
+  // up in a sorted `reached` rather than each reached one in down_.
+  if (down_.size() < reached.size() && std::is_sorted(reached.begin(), reached.end())) {
+    for (const std::string& node : down_) {
+      if (std::binary_search(reached.begin(), reached.end(), node)) {
+        waiter.node = node;
+        return false;
+      }
+    }
+  } else {
+    for (const std::string& node : reached) {
+      if (down_.count(node) != 0) {
+        waiter.node = node;
+        return false;
+      }
     }
   }
   admission.verdict = Admission::Verdict::kGo;

@@ -98,12 +98,48 @@ TEST(Scheduler, AChangeAwaitingItsRebootCountsAsDoneOnlyOnItsOwnNode) {
   EXPECT_TRUE(waited);
 }
 
+TEST(Scheduler, AChangeHereThatFailsItsRebootStillBlocksAWaiterLookedAtBefore) {
+  // a1 waits for a0 (changed on a, its reboot pending) and for b0. Looked
+  // at while b0 runs, a0 passes; a0 then fails its reboot's verification
+  // before b0 is done: a1 is blocked by a0, not admitted. Only a done
+  // dependency is never looked at again.
+  Scheduler scheduler(Limits(),
+                      {{"a", {}, Progress::kWaiting},
+                       {"b", {}, Progress::kWaiting},
+                       {"a", {0, 1}, Progress::kWaiting}},
+                      {});
+  scheduler.Settle(0, Progress::kChangedUnproven);
+  const auto [admission, waited] = WaitThenRelease(
+      scheduler, [&] { return scheduler.WaitToStart(2, {"b"}); },
+      [&] {
+        scheduler.Settle(0, Progress::kDead);
+        scheduler.Settle(1, Progress::kDone);
+      });
+  EXPECT_TRUE(waited);
+  EXPECT_EQ(admission.verdict, Verdict::kDeadItem);
+  EXPECT_EQ(admission.blocker, 0U);
+}
+
 TEST(Scheduler, AnItemDoesNotStartWhileANodeItReachesIsDown) {
   Scheduler scheduler(Limits(), TwoNodes(), {});
   ASSERT_TRUE(scheduler.EnterRebootBatch("b"));
   const auto [admission, waited] = WaitThenRelease(
       scheduler, [&] { return scheduler.WaitToStart(kA0, {"b"}); },
       [&] { scheduler.LeaveRebootBatch("b"); });
+  EXPECT_EQ(admission.verdict, Verdict::kGo);
+  EXPECT_TRUE(waited);
+}
+
+TEST(Scheduler, AnItemReachingManyNodesWaitsForTheOneThatIsDown) {
+  // More nodes reached than down: the down ones are looked up in `reached`.
+  Scheduler scheduler(Limits(), TwoNodes(), {});
+  ASSERT_TRUE(scheduler.EnterRebootBatch("n5"));
+  const auto [admission, waited] = WaitThenRelease(
+      scheduler,
+      [&] {
+        return scheduler.WaitToStart(kA0, {"b", "n1", "n5", "n9"});
+      },
+      [&] { scheduler.LeaveRebootBatch("n5"); });
   EXPECT_EQ(admission.verdict, Verdict::kGo);
   EXPECT_TRUE(waited);
 }

@@ -160,11 +160,16 @@ class Scheduler {
   // saying how it ended; false while it must go on waiting, with `waiter`
   // naming the item or node it waits for.
   bool Decided(std::size_t item, const std::vector<std::string>& reached, Admission& admission,
-               Waiter& waiter) const;
+               Waiter& waiter);
 
   const SchedulerLimits limits_;
   mutable std::mutex mutex_;
   std::vector<ScheduledItem> items_;
+  // How many of each item's dependencies, from the first, were found done:
+  // done is final, so the next look starts there. An item on the master
+  // that waits for one on each of 10,000 workers is looked at again as each
+  // of them settles; starting over each time made that wait quadratic.
+  std::vector<std::size_t> deps_done_;
   std::set<std::string> failed_nodes_;
   std::size_t nodes_failed_in_run_ = 0;  // what --max-fail counts: not those failed before
   std::atomic<bool> stop_all_{false};    // read by walkers outside the lock
