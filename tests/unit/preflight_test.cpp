@@ -110,6 +110,16 @@ TEST(PreflightTest, TheRefusalShowsTheNewestThreeAndTheRepositorysName) {
 // has no /lib/modules for.
 constexpr const char* kKernel = "5.15.0-200-generic";
 
+// The refusal for a kernel without headers, `package` being their package
+// and `what` the modules DKMS would build.
+std::string NoHeaders(const std::string& kernel, const std::string& package,
+                      const std::string& what) {
+  return "the running kernel " + kernel +
+         " has no headers and the node's repositories offer none (" + package +
+         "): DKMS cannot build " + what +
+         " for it; add a repository that has them, or boot a kernel they have headers for\n";
+}
+
 void FreshNodeOfKernel(StepHarness& h, const std::string& headers_madison) {
   h.SetEnv("GPUCTL_FACT_KERNEL", kKernel);
   h.Stub("dpkg-query", "exit 1");
@@ -175,10 +185,8 @@ TEST(PreflightTest, OnDnfTheKernelDevelOfTheRunningReleaseIsAsked) {
     } else {
       EXPECT_EQ(run.status, 5) << run.out;
       EXPECT_EQ(run.out,
-                "the running kernel 5.14.0-427.13.1.el9_4.x86_64 has no headers and the node's "
-                "repositories offer none (kernel-devel-5.14.0-427.13.1.el9_4.x86_64): DKMS "
-                "cannot build the NVIDIA module for it; add a repository that has them, or boot "
-                "a kernel they have headers for\n");
+                NoHeaders("5.14.0-427.13.1.el9_4.x86_64",
+                          "kernel-devel-5.14.0-427.13.1.el9_4.x86_64", "the NVIDIA module"));
     }
   }
 }
@@ -198,12 +206,21 @@ std::string OfedInventory(const std::string& ofed) {
 
 // A fresh node in a batch (its scratch directory): the key cannot be had
 // (gpg fails), so the repository is not read; curl answers the index's URL
-// with `status`.
+// with `status`. Its apt sources offer the running kernel's headers
+// (`headers-madison`, which a test may make say otherwise).
 void FreshOfedNode(StepHarness& h, const std::string& status) {
   h.Stub("dpkg-query", "exit 1");
   h.Stub("rpm", "exit 1");
   h.Stub("gpg", "exit 2");
   h.Stub("curl", "for a; do last=$a; done\necho \"$last\" >>\"$HOME/asked\"\nprintf " + status);
+  h.SetEnv("GPUCTL_FACT_KERNEL", kKernel);
+  h.StubOutput("policy-text", kPolicyRead);
+  h.StubOutput("headers-madison",
+               " linux-headers-5.15.0-200-generic | 5.15.0-200.210 | "
+               "http://archive.ubuntu.com/ubuntu jammy-updates/main amd64 Packages\n");
+  h.Stub("apt-cache",
+         "case \"$1 $2\" in\n  'madison linux-headers-'*) headers-madison ;;\n"
+         "  policy*) policy-text ;;\nesac");
 }
 
 TEST(PreflightTest, AnOfedReleaseTheMirrorHasNoRepositoryForIsRefused) {
@@ -234,6 +251,25 @@ TEST(PreflightTest, AnOfedMirrorThatDoesNotAnswerRefusesNothing) {
       h.Script("_gf_tmp=$(mktemp -d)\n(\n" + h.ProbeScript("ib.ofed") + "\n)", "ib.ofed", "u");
   EXPECT_EQ(run.status, 1) << run.out;
   EXPECT_EQ(run.out, "mlnx-ofed-all is not installed\n");
+}
+
+// Ubuntu's MLNX OFED builds its kernel modules with DKMS at install, so an
+// apt node needs the running kernel's headers, as for the driver.
+TEST(PreflightTest, OfedOnAptNeedsTheRunningKernelsHeadersForItsDkmsModules) {
+  for (const bool offered : {false, true}) {
+    SCOPED_TRACE(offered ? "offered" : "not offered");
+    StepHarness h(OfedInventory("24.01"));
+    FreshOfedNode(h, "200");  // the release's repository is there
+    if (!offered) {
+      h.StubOutput("headers-madison", "");
+    }
+    const auto run =
+        h.Script("_gf_tmp=$(mktemp -d)\n(\n" + h.ProbeScript("ib.ofed") + "\n)", "ib.ofed", "u");
+    EXPECT_EQ(run.status, offered ? 1 : 5) << run.out;
+    EXPECT_EQ(run.out, offered ? "mlnx-ofed-all is not installed\n"
+                               : NoHeaders(kKernel, std::string("linux-headers-") + kKernel,
+                                           "MLNX OFED's kernel modules (mlnx-ofed-kernel-dkms)"));
+  }
 }
 
 }  // namespace
