@@ -29,6 +29,7 @@
 #include <iostream>
 #include <mutex>
 #include <sstream>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -91,20 +92,23 @@ class ConvergingNodes {
       for (const auto& [family, script] : step.change) {
         changes_.emplace(script, index);
       }
-      changes_step_.emplace(step.id, index);
+      step_index_.emplace(step.id, index);
       ++index;
     }
     steps_ = index;
-    // A drain's member question: yes once the step that joins the node to
-    // that cluster changed it, as on real nodes (a fresh node is no member,
-    // so a fresh apply drains nothing). GPUCTL_BENCH_MEMBERS=1: every node
-    // is a member from the start (a running cluster, where each node's
-    // disruptive changes wait for its turn to be drained).
-    all_members_ = std::getenv("GPUCTL_BENCH_MEMBERS") != nullptr;
+    // A drain's member question: yes once the step of the drain's own
+    // playbook that joins a node to that cluster changed it, as on real
+    // nodes (a fresh node is no member, so a fresh apply drains nothing).
+    // GPUCTL_BENCH_MEMBERS=1: every node is a member from the start (a
+    // running cluster, where each disruptive change waits for the node's
+    // turn to be drained).
+    const char* members = std::getenv("GPUCTL_BENCH_MEMBERS");
+    all_members_ = members != nullptr && std::string_view(members) == "1";
     for (const auto& drain : spec.catalog.drains()) {
       for (const char* join : {"k8s.join", "slurm.node"}) {
-        if (auto it = changes_step_.find(join); it != changes_step_.end()) {
-          members_.emplace(drain.member, it->second);
+        const Step* step = spec.catalog.Find(join);
+        if (step != nullptr && step->file == drain.file) {
+          members_.emplace(drain.member, step_index_.at(join));
         }
       }
     }
@@ -134,14 +138,10 @@ class ConvergingNodes {
       r.exit_status = done_[known.index * steps_ + it->second] != 0 ? 0 : kProbeNeedsChange;
       return r;
     }
-    if (auto [first, last] = members_.equal_range(own); first != last) {
+    if (auto it = members_.find(own); it != members_.end()) {
       std::lock_guard lock(mutex_);
-      r.exit_status = all_members_ ? 0 : 1;
-      for (auto it = first; it != last; ++it) {
-        if (done_[known.index * steps_ + it->second] != 0) {
-          r.exit_status = 0;
-        }
-      }
+      const bool joined = done_[known.index * steps_ + it->second] != 0;
+      r.exit_status = all_members_ || joined ? 0 : 1;
       return r;
     }
     if (own.find("systemctl reboot") != std::string::npos) {
@@ -156,10 +156,10 @@ class ConvergingNodes {
     std::string os_release;
   };
   FakeTransport& transport_;
-  std::unordered_map<std::string, std::size_t> scripts_;       // probe or verification -> step
-  std::unordered_map<std::string, std::size_t> changes_;       // change -> step
-  std::unordered_map<std::string, std::size_t> changes_step_;  // step id -> step
-  std::unordered_multimap<std::string, std::size_t> members_;  // member question -> joining step
+  std::unordered_map<std::string, std::size_t> scripts_;     // probe or verification -> step
+  std::unordered_map<std::string, std::size_t> changes_;     // change -> step
+  std::unordered_map<std::string, std::size_t> step_index_;  // step id -> step
+  std::unordered_map<std::string, std::size_t> members_;     // member question -> joining step
   std::unordered_map<std::string, Known> nodes_;
   std::size_t steps_ = 0;
   bool all_members_ = false;
