@@ -193,6 +193,37 @@ TEST_F(ContainersLabTest, ConvergesOnBothFamiliesAndKeepsTheGpuOperatorsEdits) {
   const Result docker_again = with_docker("apply --yes --run-dir " + RunDir("docker-again"));
   EXPECT_EQ(docker_again.status, 0) << docker_again.out;
   EXPECT_EQ(ChangesIn(RunDir("docker-again")), 0) << docker_again.out;
+  // The runbooks' own test of a Docker GPU node (check --deep): a CUDA
+  // container given the GPUs by `--gpus all` lists every one of the node's.
+  const std::string deep_docker = "--only validate.docker-gpu check --deep";
+  const Result deep = with_docker(deep_docker);
+  EXPECT_EQ(deep.status, 0) << deep.out;
+  for (const std::string& node : kNodesChecked) {
+    SCOPED_TRACE(node);
+    const std::string gpus = Trim(lab_->Ssh(node, "nvidia-smi -L | grep -c '^GPU '").out);
+    EXPECT_NE(
+        deep.out.find("docker run --gpus all: nvidia-smi -L lists " + gpus + " GPUs, GPU 0: "),
+        std::string::npos)
+        << deep.out;
+  }
+  // dockerd started while the toolkit's hook was not there (installed after
+  // Docker): it has no device driver for --gpus until it restarts.
+  const std::string hook = "/usr/bin/nvidia-container-runtime-hook";
+  ASSERT_EQ(lab_->Ssh("worker2", "mv " + hook +
+                                     " /root/hook && systemctl restart docker && mv "
+                                     "/root/hook " +
+                                     hook)
+                .status,
+            0);
+  const Result no_driver = with_docker(deep_docker);
+  EXPECT_EQ(no_driver.status, 2) << no_driver.out;
+  EXPECT_NE(no_driver.out.find("could not select device driver \"\" with capabilities: [[gpu]] "
+                               "(dockerd started without the NVIDIA container toolkit's hook: "
+                               "restart docker)"),
+            std::string::npos)
+      << no_driver.out;
+  ASSERT_EQ(lab_->Ssh("worker2", "systemctl restart docker").status, 0);
+  EXPECT_EQ(with_docker(deep_docker).status, 0);
   // Docker off again in the inventory: containerd.io stays (Ubuntu's would
   // take Docker with it), and there is nothing to change.
   const Result without = Gpuctl("plan");

@@ -127,6 +127,13 @@ class StepHarness {
   [[nodiscard]] const std::string& ProbeScript(const std::string& step) const {
     return Get(step).probe;
   }
+  // Whether the step is planned on the node (its roles, family and `when:`).
+  bool Applies(const std::string& step_id, const std::string& node_name) const {
+    const Node* node = inventory_.Find(node_name);
+    if (node == nullptr) throw std::runtime_error("no node " + node_name);
+    return Get(step_id).AppliesTo(*node, inventory_);
+  }
+
   StepRun Probe(const std::string& step, const std::string& node) {
     return RunScript(Get(step).probe, step, node);
   }

@@ -222,6 +222,26 @@ TEST(DockerStepTest, NamesTheRuntimesWithoutNvidia) {
   EXPECT_EQ(cpu.Probe("containers.docker", "u").status, 0);
 }
 
+TEST(DockerStepTest, ADaemonStartedBeforeTheToolkitWasInstalledNeedsARestart) {
+  if (const auto why = StepHarness::CanFakeFiles(); !why.empty()) GTEST_SKIP() << why;
+  // docker became active at 1700000000; dpkg wrote the toolkit's file list at
+  // `installed`.
+  const auto probe = [](long installed) {
+    StepHarness h(DockerInventory(8));
+    Node(h, "dump-gpuctl-1.6.20.toml", "1.17.8-1", installed);
+    h.File("/var/lib/dpkg/info/nvidia-container-toolkit.list", "/usr/bin/nvidia-ctk\n");
+    h.StubFixture("docker", "docker/info-nvidia.txt");
+    return h.Probe("containers.docker", "u");
+  };
+  const auto after = probe(1700000100);
+  EXPECT_EQ(after.status, 1);
+  EXPECT_EQ(after.out,
+            "docker started before nvidia-container-toolkit was installed: no device driver for "
+            "--gpus until docker restarts\n");
+  const auto before = probe(1699999900);
+  EXPECT_EQ(before.status, 0) << before.out;
+}
+
 TEST(DockerStepTest, NamesAnUnreachableDaemon) {
   StepHarness h(DockerInventory(8));
   Node(h, "dump-gpuctl-1.6.20.toml");

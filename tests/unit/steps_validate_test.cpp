@@ -252,5 +252,72 @@ TEST(GpuPodValidate, ASucceededPodWithoutGpusFails) {
       << run.out;
 }
 
+// --- validate.docker-gpu -----------------------------------------------------
+
+// One Docker GPU worker with `gpus` H100s; docker prints `fixture` (the real
+// CLI's output, tests/fixtures/docker/) and exits `status`.
+testing::StepRun DockerGpu(int gpus, const std::string& fixture, int status,
+                           std::string* args = nullptr) {
+  StepHarness h(
+      "cluster: t\norchestrator: kubernetes\npolicy: {docker: true}\nnodes:\n"
+      "  - {name: m, address: 198.18.0.1, os: ubuntu-22.04, roles: [master]}\n"
+      "  - name: w1\n    address: 198.18.0.11\n    os: ubuntu-22.04\n    roles: [worker]\n"
+      "    hardware:\n      gpus: {model: NVIDIA H100 80GB HBM3, count: " +
+      std::to_string(gpus) + "}\n");
+  h.Stub("docker", "echo \"$*\" >\"$HOME/docker.args\"\ncat '" +
+                       StepHarness::Fixture("docker/" + fixture) + "'\nexit " +
+                       std::to_string(status));
+  auto run = h.Probe("validate.docker-gpu", "w1");
+  if (args != nullptr) *args = ReadAll(h.dir() / "docker.args");
+  return run;
+}
+
+TEST(DockerGpuValidate, PassesWhenTheContainerListsEveryGpuOfTheNode) {
+  std::string args;
+  const auto run = DockerGpu(1, "run-gpus-h100-pull.txt", 0, &args);
+  EXPECT_EQ(run.status, 0) << run.out;
+  EXPECT_EQ(run.out,
+            "docker run --gpus all: nvidia-smi -L lists 1 GPUs, GPU 0: NVIDIA H100 80GB HBM3\n");
+  EXPECT_EQ(args,
+            "run --rm --gpus all nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04 nvidia-smi -L\n");
+}
+
+TEST(DockerGpuValidate, FewerGpusInTheContainerThanTheNodeHasFails) {
+  const auto run = DockerGpu(8, "run-gpus-h100-pull.txt", 0);
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.out, "docker run --gpus all: nvidia-smi -L lists 1 of 8 GPUs\n");
+}
+
+TEST(DockerGpuValidate, NoDeviceDriverSaysDockerdStartedWithoutTheHook) {
+  const auto run = DockerGpu(1, "run-gpus-no-hook.txt", 125);
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.out,
+            "docker run --rm --gpus all nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04 nvidia-smi -L "
+            "failed (exit 125): Error response from daemon: could not select device driver \"\" "
+            "with capabilities: [[gpu]] (dockerd started without the NVIDIA container toolkit's "
+            "hook: restart docker)\n");
+}
+
+TEST(DockerGpuValidate, TheHooksErrorIsShownWhenTheDriverDoesNotAnswer) {
+  const auto run = DockerGpu(1, "run-gpus-driver-not-loaded.txt", 125);
+  EXPECT_EQ(run.status, 1);
+  EXPECT_TRUE(ValidateHas(run.out,
+                          "failed (exit 125): Error response from daemon: failed to "
+                          "create task for container"))
+      << run.out;
+  EXPECT_TRUE(ValidateHas(run.out,
+                          "nvidia-container-cli: initialization error: nvml error: "
+                          "driver not loaded: unknown\n"))
+      << run.out;
+}
+
+TEST(DockerGpuValidate, RunsOnlyOnGpuNodesWithDocker) {
+  StepHarness docker(ValidateInventory(1, "policy: {docker: true}\n"));
+  EXPECT_FALSE(docker.Applies("validate.docker-gpu", "m"));
+  EXPECT_TRUE(docker.Applies("validate.docker-gpu", "w1"));
+  StepHarness none(ValidateInventory(1, ""));
+  EXPECT_FALSE(none.Applies("validate.docker-gpu", "w1"));
+}
+
 }  // namespace
 }  // namespace gpuctl

@@ -1,6 +1,8 @@
 # nvidia-container-toolkit: nvidia-ctk (really edits containerd's or docker's
-# config, as the real one does) and nvidia-container-runtime (a shim that hands
-# every call to runc, so containers still run). Three releases, same name.
+# config, as the real one does), nvidia-container-runtime (a shim that hands
+# every call to runc, so containers still run) and nvidia-container-runtime-hook
+# (asks the node's driver before Docker's stand-in daemon starts a container
+# with GPUs). Three releases, same name.
 pkg_variants() { printf '%s\n' 1.15.0 1.16.2 1.17.8; }
 if [ -n "$PKG_VARIANT" ]; then
   PKG_NAME=nvidia-container-toolkit
