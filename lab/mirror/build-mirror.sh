@@ -1,10 +1,12 @@
 #!/bin/sh
 # build-mirror.sh OUTDIR: the non-package artefacts an air-gapped site keeps on
 # its own web server, as the lab serves them (docs/lab.md, the contract's
-# "mirror" paths): flannel's manifest and the GPU Operator's charts, both as a
-# chart repository (index.yaml) and as archives `helm install` takes directly.
+# "mirror" paths): flannel's and Calico's manifests and the GPU Operator's
+# charts, both as a chart repository (index.yaml) and as archives `helm
+# install` takes directly.
 #
 #   OUTDIR/mirror/kube-flannel.yml
+#   OUTDIR/mirror/calico.yaml
 #   OUTDIR/mirror/charts/index.yaml
 #   OUTDIR/mirror/charts/gpu-operator-<version>.tgz
 #
@@ -18,6 +20,7 @@ kube=$here/../standins/kube-standin-common/root/usr/lib/gpuctl-lab/kube
 out=$1/mirror
 mkdir -p "$out/charts"
 cp "$kube/manifests/kube-flannel.yml" "$out/kube-flannel.yml"
+cp "$kube/manifests/calico.yaml" "$out/calico.yaml"
 
 # The versions the helm stand-in's NGC catalog knows (helm.py, CATALOG).
 versions="v24.9.0 v24.6.2 v24.3.0 v23.9.2"

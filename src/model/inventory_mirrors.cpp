@@ -119,8 +119,8 @@ void CheckAirGappedMirrors(yaml::Source& source, const Inventory& inventory,
   });
   if (mirrors.cni_manifest.empty()) {
     source.Error(marks.air_gapped,
-                 "policy.air_gapped: the CNI manifest would come from GitHub (flannel's "
-                 "release); set mirrors.cni_manifest to a URL or a path on the master");
+                 "policy.air_gapped: the CNI manifest would come from GitHub (flannel's or "
+                 "Calico's release); set mirrors.cni_manifest to a URL or a path on the master");
   }
   if (gpus && mirrors.gpu_operator_chart.empty()) {
     source.Error(marks.air_gapped,

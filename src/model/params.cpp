@@ -461,11 +461,14 @@ void AddSlurm(const Inventory& inv, std::map<std::string, std::string>& values) 
   values["slurm_nodes"] = Join(nodes, "\n");
 }
 
-// Where gpuctl fetches from when the inventory names no mirror: flannel's
-// release manifest and NVIDIA's chart repository. They live here, not in the
-// playbooks, so a script run for an air-gapped inventory never names them.
+// Where gpuctl fetches from when the inventory names no mirror: flannel's and
+// Calico's release manifests and NVIDIA's chart repository. They live here,
+// not in the playbooks, so a script run for an air-gapped inventory never
+// names them.
 constexpr const char* kFlannelManifest =
     "https://github.com/flannel-io/flannel/releases/download/v0.26.1/kube-flannel.yml";
+constexpr const char* kCalicoManifest =
+    "https://raw.githubusercontent.com/projectcalico/calico/v3.28.1/manifests/calico.yaml";
 constexpr const char* kNgcCharts = "https://helm.ngc.nvidia.com/nvidia";
 
 // "registry mirror server" per mirrored registry, one a line (sorted by
@@ -647,8 +650,9 @@ ParameterTable::ParameterTable(const Inventory& inventory) : inventory_(inventor
       {"docker", Bool(inv.policy.docker)},
       {"nccl_min_busbw", Threshold(inv.validation.nccl_min_busbw_gbps)},
       {"ib_min_bw", Threshold(inv.validation.ib_min_bw_gbps)},
-      {"cni_manifest",
-       inv.mirrors.cni_manifest.empty() ? kFlannelManifest : inv.mirrors.cni_manifest},
+      {"cni_manifest", !inv.mirrors.cni_manifest.empty() ? inv.mirrors.cni_manifest
+                       : v.cni == "calico"               ? kCalicoManifest
+                                                         : kFlannelManifest},
       {"gpu_operator_chart",
        inv.mirrors.gpu_operator_chart.empty() ? kNgcCharts : inv.mirrors.gpu_operator_chart},
       {"registry_mirrors", RegistryMirrors(inv)},

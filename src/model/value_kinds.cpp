@@ -404,10 +404,11 @@ std::string GpuModelProblem(std::string_view text) {
 }
 
 std::string CniProblem(std::string_view text) {
-  if (text == "flannel") {
+  if (text == "flannel" || text == "calico") {
     return "";
   }
-  return "gpuctl installs the flannel pod network (k8s.cni) and no other yet; use \"flannel\"";
+  return "gpuctl installs the flannel or the Calico pod network (k8s.cni) and no other; use "
+         "\"flannel\" or \"calico\"";
 }
 
 std::string VersionProblem(std::string_view text) {

@@ -54,6 +54,18 @@ TEST(InventoryMirrors, WithoutMirrorsTheUpstreamSourcesAreParameters) {
   EXPECT_EQ(values.at("registry_mirrors"), "");
 }
 
+TEST(InventoryMirrors, CalicoComesFromItsReleaseManifestOrTheSitesCopy) {
+  auto p = ParseText(With("versions: {cni: calico}\n"));
+  ASSERT_TRUE(p.inventory) << p.diagnostics.Format();
+  EXPECT_EQ(ParameterValues(*p.inventory, p.inventory->nodes[0]).at("cni_manifest"),
+            "https://raw.githubusercontent.com/projectcalico/calico/v3.28.1/manifests/calico.yaml");
+  p = ParseText(
+      With("versions: {cni: calico}\nmirrors: {cni_manifest: /srv/mirror/calico.yaml}\n"));
+  ASSERT_TRUE(p.inventory) << p.diagnostics.Format();
+  EXPECT_EQ(ParameterValues(*p.inventory, p.inventory->nodes[0]).at("cni_manifest"),
+            "/srv/mirror/calico.yaml");
+}
+
 TEST(InventoryMirrors, ChartArchivesByUrlOrPath) {
   auto p = ParseText(With("mirrors: {gpu_operator_chart: /srv/gpu-operator-v24.3.0.tgz}\n"));
   ASSERT_TRUE(p.inventory) << p.diagnostics.Format();

@@ -303,14 +303,16 @@ TEST(InventoryErrors, CudnnMajorMustBeBuiltForTheCuda) {
 }
 
 TEST(InventoryErrors, CniIsOneTheCatalogInstalls) {
-  auto calico = ParseText(WithTop("versions:\n  cni: calico\n"));
-  EXPECT_FALSE(calico.inventory);
-  EXPECT_TRUE(HasDiagnostic(calico.diagnostics, 3, 8,
-                            "invalid CNI 'calico': gpuctl installs the flannel pod network "
-                            "(k8s.cni) and no other yet; use \"flannel\""))
-      << calico.diagnostics.Format();
-  auto flannel = ParseText(WithTop("versions:\n  cni: flannel\n"));
-  EXPECT_TRUE(flannel.inventory) << flannel.diagnostics.Format();
+  auto cilium = ParseText(WithTop("versions:\n  cni: cilium\n"));
+  EXPECT_FALSE(cilium.inventory);
+  EXPECT_TRUE(HasDiagnostic(cilium.diagnostics, 3, 8,
+                            "invalid CNI 'cilium': gpuctl installs the flannel or the Calico pod "
+                            "network (k8s.cni) and no other; use \"flannel\" or \"calico\""))
+      << cilium.diagnostics.Format();
+  for (const char* cni : {"flannel", "calico"}) {
+    auto fine = ParseText(WithTop(std::string("versions:\n  cni: ") + cni + "\n"));
+    EXPECT_TRUE(fine.inventory) << cni << ": " << fine.diagnostics.Format();
+  }
 }
 
 TEST(InventoryErrors, UnknownCudaVersion) {

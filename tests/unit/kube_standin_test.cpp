@@ -248,6 +248,72 @@ class KubeStandinTest : public ::testing::Test {
 
 const char* kFlannel = "kubectl apply -f ";
 
+// Calico's manifest install: calico-node makes the default IPv4 pool at its
+// first start, from kubeadm's podSubnet, and never changes it; install-cni
+// writes 10-calico.conflist with the node's name on every node.
+TEST_F(KubeStandinTest, CalicoMakesItsPoolOnceFromThePodSubnetAndConfiguresEveryNode) {
+  ASSERT_EQ(Init().rc, 0);
+  ASSERT_EQ(Join(token_, ca_hash_).rc, 0);
+  const std::string url =
+      "https://raw.githubusercontent.com/projectcalico/calico/v3.28.1/manifests/calico.yaml";
+  Result calico = Run("kubectl apply -f " + url, "master", AdminEnv());
+  ASSERT_EQ(calico.rc, 0) << calico.err;
+  EXPECT_NE(calico.out.find("daemonset.apps/calico-node created"), std::string::npos) << calico.out;
+  EXPECT_NE(
+      calico.out.find("customresourcedefinition.apiextensions.k8s.io/ippools.crd.projectcalico.org "
+                      "created"),
+      std::string::npos)
+      << calico.out;
+  const std::string pool_cidr =
+      "kubectl get ippools.crd.projectcalico.org default-ipv4-ippool -o "
+      "jsonpath='{.spec.cidr}'";
+  Result none = Run(pool_cidr, "master", AdminEnv());
+  EXPECT_EQ(none.rc, 1);
+  EXPECT_NE(none.err.find("Error from server (NotFound): ippools.crd.projectcalico.org "
+                          "\"default-ipv4-ippool\" not found"),
+            std::string::npos)
+      << none.err;
+
+  EXPECT_EQ(Run("kubelet --once", "master").rc, 0);
+  EXPECT_EQ(Run("kubelet --once", "worker").rc, 0);
+  const std::string conflist = ReadFile(dir_ / "worker/etc/cni/net.d/10-calico.conflist");
+  EXPECT_NE(conflist.find("\"type\": \"calico\""), std::string::npos) << conflist;
+  EXPECT_NE(conflist.find("\"mtu\": 1480,"), std::string::npos) << conflist;
+  EXPECT_NE(conflist.find("\"kubeconfig\": \"/etc/cni/net.d/calico-kubeconfig\""),
+            std::string::npos)
+      << conflist;
+  EXPECT_EQ(conflist.find("__"), std::string::npos) << "a placeholder left: " << conflist;
+  EXPECT_TRUE(fs::exists(dir_ / "worker/opt/cni/bin/calico-ipam"));
+  EXPECT_FALSE(fs::exists(dir_ / "worker/etc/cni/net.d/10-flannel.conflist"));
+  Result pool = Run(pool_cidr, "master", AdminEnv());
+  EXPECT_EQ(pool.rc, 0) << pool.err;
+  EXPECT_EQ(pool.out, "10.244.0.0/16");
+  Result wait =
+      Run("kubectl wait --for=condition=Ready nodes --all --timeout=20s", "master", AdminEnv());
+  EXPECT_EQ(wait.rc, 0) << wait.err;
+  Result pods = Run("kubectl get pods -n kube-system --no-headers", "master", AdminEnv());
+  EXPECT_EQ(std::regex_search(pods.out, std::regex("(^|\n)calico-node-[a-z0-9]{5} +1/1 +Running")),
+            true)
+      << pods.out;
+  EXPECT_NE(pods.out.find("calico-kube-controllers-"), std::string::npos) << pods.out;
+
+  // A manifest that sets CALICO_IPV4POOL_CIDR later changes no pool.
+  std::string text = ReadFile(LibDir() / "manifests/calico.yaml");
+  const std::string commented =
+      "# - name: CALICO_IPV4POOL_CIDR\n            #   value: \"192.168.0.0/16\"";
+  ASSERT_NE(text.find(commented), std::string::npos);
+  text.replace(text.find(commented), commented.size(),
+               "- name: CALICO_IPV4POOL_CIDR\n              value: \"10.32.0.0/16\"");
+  WriteFile(dir_ / "calico-10.32.yaml", text);
+  Result again =
+      Run("kubectl apply -f " + (dir_ / "calico-10.32.yaml").string(), "master", AdminEnv());
+  ASSERT_EQ(again.rc, 0) << again.err;
+  EXPECT_NE(again.out.find("daemonset.apps/calico-node configured"), std::string::npos)
+      << again.out;
+  EXPECT_EQ(Run("kubelet --once", "worker").rc, 0);
+  EXPECT_EQ(Run(pool_cidr, "master", AdminEnv()).out, "10.244.0.0/16");
+}
+
 TEST_F(KubeStandinTest, InitJoinFlannelAndGpuOperatorGiveReadyGpuNodes) {
   // init prints the real success text, ending with the join command.
   Result init = Init();

@@ -157,6 +157,95 @@ TEST(CniStep, ProbeSaysFlannelIsNotApplied) {
   }
 }
 
+// kubectl for versions.cni: calico. `running` lists the CNI DaemonSets that
+// exist ("calico-node", "kube-flannel-ds"); `pool` is the default IPv4
+// pool's CIDR as `-o jsonpath='{.spec.cidr}'` prints it ("" : no pool yet).
+void StubCalico(StepHarness& h, const std::string& running, const std::string& pool) {
+  h.SetEnv("STUB_RUNNING", running);
+  h.SetEnv("STUB_POOL", pool);
+  h.Stub(
+      "kubectl",
+      "case \"$*\" in\n"
+      "  *ippools*) [ -n \"$STUB_POOL\" ] || { echo 'Error from server (NotFound): "
+      "ippools.crd.projectcalico.org \"default-ipv4-ippool\" not found' >&2; exit 1; }\n"
+      "    printf '%s' \"$STUB_POOL\" ;;\n"
+      "  *daemonset*) for ds in calico-node kube-flannel-ds; do\n"
+      "      case \"$* \" in *\" $ds \"*)\n"
+      "        case \" $STUB_RUNNING \" in *\" $ds \"*) echo daemonset.apps/$ds; exit 0 ;; esac\n"
+      "        echo \"Error from server (NotFound): daemonsets.apps \\\"$ds\\\" not found\" >&2; "
+      "exit 1 ;;\n"
+      "      esac\n"
+      "    done ;;\n"
+      "  *) exit 1 ;;\n"
+      "esac");
+}
+
+std::string CalicoInventory(const std::string& pod_cidr = "10.244.0.0/16") {
+  return KubernetesInventory(8, pod_cidr) + "versions: {cni: calico}\n";
+}
+
+// k8s.cni's probe on master1 for versions.cni: calico and `pod_cidr`.
+testing::StepRun CalicoProbe(const std::string& pod_cidr, const std::string& pool) {
+  StepHarness h(CalicoInventory(pod_cidr));
+  StubCalico(h, "calico-node", pool);
+  return h.Probe("k8s.cni", "master1");
+}
+
+TEST(CniStep, CalicoIsDoneWhenItsDefaultPoolIsThePodCidr) {
+  const auto run = CalicoProbe("10.244.0.0/16", "10.244.0.0/16");
+  EXPECT_EQ(run.status, 0) << run.out;
+}
+
+TEST(CniStep, CalicoKeepsThePoolItMadeAndTheProbeSaysSo) {
+  const auto run = CalicoProbe("10.32.0.0/16", "10.244.0.0/16");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.out,
+            "Calico's default IPv4 pool is 10.244.0.0/16, the inventory's pod CIDR is "
+            "10.32.0.0/16: Calico keeps the pool it made at install (change it with calicoctl, "
+            "or reset the cluster)\n");
+  // No pool at all: calico-node has not started anywhere yet.
+  const auto none = CalicoProbe("10.244.0.0/16", "");
+  EXPECT_EQ(none.status, 1);
+  EXPECT_TRUE(KubernetesHas(none.out, "Calico has no default IPv4 pool yet (default-ipv4-ippool)"))
+      << none.out;
+}
+
+// k8s.cni's probe on a master with a cluster (admin.conf there), the
+// inventory's `inventory`, the CNI DaemonSets `running`.
+testing::StepRun ProbeWithCluster(const std::string& inventory, const std::string& running) {
+  StepHarness h(inventory);
+  h.File("/etc/kubernetes/admin.conf", "apiVersion: v1\nkind: Config\n",
+         std::filesystem::perms(0600));
+  StubCalico(h, running, running == "calico-node" ? "10.244.0.0/16" : "");
+  return h.Probe("k8s.cni", "master1");
+}
+
+TEST(CniStep, ARunningClusterIsNotMovedToTheOtherCni) {
+  if (const auto why = StepHarness::CanFakeFiles(); !why.empty()) GTEST_SKIP() << why;
+  struct Case {
+    std::string inventory, running;
+    int status;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {CalicoInventory(), "kube-flannel-ds", 2,
+       "gpuctl: flannel runs this cluster's pod network and versions.cni says calico: gpuctl "
+       "does not move a running cluster to another CNI"},
+      {KubernetesInventory(), "calico-node", 2,
+       "gpuctl: Calico runs this cluster's pod network and versions.cni says flannel"},
+      // Nothing running yet: Calico is simply not applied.
+      {CalicoInventory(), "", 1,
+       "Calico is not applied: Error from server (NotFound): daemonsets.apps \"calico-node\" "
+       "not found"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.says);
+    const auto run = ProbeWithCluster(c.inventory, c.running);
+    EXPECT_EQ(run.status, c.status) << run.out;
+    EXPECT_TRUE(KubernetesHas(run.out, c.says)) << run.out;
+  }
+}
+
 // ---------------------------------------------------------------- k8s.nodes-ready
 
 TEST(NodesReadyStep, AllInventoryNodesReady) {

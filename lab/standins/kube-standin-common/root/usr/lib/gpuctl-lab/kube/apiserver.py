@@ -428,7 +428,7 @@ class Pods:
                           for x in tspec.get("tolerations") or [])
         if kind == "DaemonSet":
             wl = self.workload("DaemonSet", ns, name, o["created"], tspec.get("nodeSelector"))
-            flannel = is_flannel(o)
+            flannel, calico = is_flannel(o), is_calico(o)
             for r in self.nodes:
                 if not flannel and self.cp(r) and not tolerate_cp:
                     continue
@@ -437,6 +437,10 @@ class Pods:
                     st = ("Running" if r.get("podCIDR") else "CrashLoopBackOff") \
                         if self.alive(n) else "Init:0/%d" % init if r.get("heartbeat") \
                         else "Pending"
+                elif calico:
+                    # calico-node runs in the host's network: it needs no CNI.
+                    st = "Running" if self.alive(n) else "Init:0/%d" % init \
+                        if r.get("heartbeat") else "Pending"
                 else:
                     st = "Running" if self.ready(n) else "ContainerCreating"
                 self.add(ns, "%s-%s" % (name, sfx(name + r["uid"])), r, wl, o["created"], st,
@@ -642,6 +646,86 @@ def flannel_config(s):
     return cni, net
 
 
+def is_calico(o):
+    if o["kind"] != "DaemonSet":
+        return False
+    if o["name"] == "calico-node":
+        return True
+    tspec = ((o["body"].get("spec") or {}).get("template") or {}).get("spec") or {}
+    return any("calico/node" in str(c.get("image", "")) for c in tspec.get("containers") or [])
+
+
+CALICO_KUBECONFIG = "/etc/cni/net.d/calico-kubeconfig"
+CALICO_POOL = "default-ipv4-ippool"
+
+
+def calico_config(s, node):
+    """The 10-calico.conflist install-cni writes on `node` (calico-config's
+    cni_network_config, placeholders filled), or None without calico-node."""
+    objs = s.get("objects", {}).values()
+    ds = next((o for o in objs if is_calico(o)), None)
+    if not ds:
+        return None
+    cm = next((o for o in objs if o["kind"] == "ConfigMap" and o["name"] == "calico-config"
+               and o["namespace"] == ds["namespace"]), None)
+    data = (cm["body"].get("data") or {}) if cm else {}
+    text = data.get("cni_network_config") or ""
+    mtu = data.get("veth_mtu") or "0"
+    # veth_mtu 0: calico-node's autodetection, the host's 1500 less IP-in-IP's 20.
+    text = text.replace("__KUBERNETES_NODE_NAME__", node) \
+        .replace("__CNI_MTU__", "1480" if mtu == "0" else mtu) \
+        .replace("__KUBECONFIG_FILEPATH__", CALICO_KUBECONFIG)
+    return text + "\n"
+
+
+def calico_pool_cidr(s):
+    """The CIDR calico-node gives the default pool it creates: its
+    CALICO_IPV4POOL_CIDR, else the podSubnet kubeadm was given, else
+    Calico's own default."""
+    ds = next((o for o in s.get("objects", {}).values() if is_calico(o)), None)
+    tspec = ((ds["body"].get("spec") or {}).get("template") or {}).get("spec") or {} \
+        if ds else {}
+    for c in tspec.get("containers") or []:
+        for e in c.get("env") or []:
+            if e.get("name") == "CALICO_IPV4POOL_CIDR" and e.get("value"):
+                return str(e["value"])
+    return s.get("podCIDR") or "192.168.0.0/16"
+
+
+def calico_start(s, t):
+    """calico-node's first start anywhere: the default IPv4 pool, made once
+    and never changed by a later manifest (as Calico documents)."""
+    pools = s.setdefault("calicoPools", {})
+    if CALICO_POOL not in pools:
+        pools[CALICO_POOL] = {"cidr": calico_pool_cidr(s), "created": t}
+
+
+def ippool_view(name, p):
+    return {"apiVersion": "crd.projectcalico.org/v1", "kind": "IPPool",
+            "metadata": {"name": name, "uid": uid("ippool/" + name),
+                         "creationTimestamp": kl.rfc3339(p["created"]), "generation": 1},
+            "spec": {"allowedUses": ["Workload", "Tunnel"], "blockSize": 26,
+                     "cidr": p["cidr"], "ipipMode": "Always", "natOutgoing": True,
+                     "nodeSelector": "all()", "vxlanMode": "Never"}}
+
+
+def calico_route(s, method, parts):
+    """GET /apis/crd.projectcalico.org/v1/ippools[/NAME], served once the
+    IPPool CRD is applied."""
+    crd = any(o["kind"] == "CustomResourceDefinition" and o["name"] ==
+              "ippools.crd.projectcalico.org" for o in s.get("objects", {}).values())
+    if method != "GET" or not crd or not parts or parts[0] != "ippools" or len(parts) > 2:
+        raise Http(404, "NotFound", "the server could not find the requested resource")
+    pools = s.get("calicoPools") or {}
+    if len(parts) == 2:
+        if parts[1] not in pools:
+            raise Http(404, "NotFound", "ippools.crd.projectcalico.org \"%s\" not found"
+                       % parts[1])
+        return 200, ippool_view(parts[1], pools[parts[1]])
+    return 200, lst("IPPool", [ippool_view(n, p) for n, p in sorted(pools.items())], s,
+                    "crd.projectcalico.org/v1")
+
+
 def daemonset_view(wl, t):
     pods = wl["pods"]
     ready = sum(1 for p in pods if all(c.get("ready") for c in p["status"]["containerStatuses"])
@@ -800,6 +884,8 @@ def route(h, method, parts, query, body):
         return core_route(s, method, parts[2:], body or {}, t)
     if parts[:3] == ["apis", "apps", "v1"]:
         return apps_route(s, method, parts[3:], t)
+    if parts[:3] == ["apis", "crd.projectcalico.org", "v1"]:
+        return calico_route(s, method, parts[3:])
     raise Http(404, "NotFound", "the server could not find the requested resource")
 
 
@@ -947,6 +1033,7 @@ def do_heartbeat(s, who, b, t):
     if fc:
         cni, net = fc
         out["cni"] = {"10-flannel.conflist": cni}
+        out["cniPlugins"] = ["flannel"]
         if rec.get("podCIDR"):
             sub = ipaddress.ip_network(rec["podCIDR"])
             out["flannelSubnetEnv"] = (
@@ -958,6 +1045,13 @@ def do_heartbeat(s, who, b, t):
                 "flannel.alpha.coreos.com/kube-subnet-manager": "true",
                 "flannel.alpha.coreos.com/public-ip": (rec.get("report") or {}).get("address",
                                                                                      "")}
+    calico = calico_config(s, name)
+    if calico:
+        out["cni"] = dict(out.get("cni") or {}, **{"10-calico.conflist": calico})
+        out["cniPlugins"] = sorted(set(out.get("cniPlugins") or []) | {"calico", "calico-ipam"})
+        if "calicoPools" not in s or CALICO_POOL not in s["calicoPools"]:
+            calico_start(s, t)
+            STORE.save()
     return 200, out
 
 

@@ -3,7 +3,8 @@
 prints what the real kubectl prints, for what gpuctl's steps and the lab's
 tests call (docs/standins-kubernetes.md, "kubectl"):
 
-  get (nodes, pods, daemonsets, configmaps; -o wide|json|yaml|name|jsonpath=...;
+  get (nodes, pods, daemonsets, configmaps, Calico's ippools; -o
+  wide|json|yaml|name|jsonpath=...;
   -n; -A; --no-headers; --raw), describe node, apply -f (files, -, URLs;
   --dry-run=client -o yaml), delete pod, logs, wait --for=condition=...,
   version --client, cluster-info, config view, cordon, uncordon, drain
@@ -26,9 +27,13 @@ RESOURCES = {
     "pods": ("pod", "pods", "po"),
     "daemonsets": ("daemonset", "daemonsets", "ds", "daemonset.apps", "daemonsets.apps"),
     "configmaps": ("configmap", "configmaps", "cm"),
+    "ippools": ("ippool", "ippools", "ippool.crd.projectcalico.org",
+                "ippools.crd.projectcalico.org"),
 }
 SINGULAR = {"nodes": "node", "pods": "pod", "daemonsets": "daemonset.apps",
-            "configmaps": "configmap"}
+            "configmaps": "configmap", "ippools": "ippool.crd.projectcalico.org"}
+# What a NotFound names: the resource with its API group.
+QUALIFIED = {"daemonsets": "daemonsets.apps", "ippools": "ippools.crd.projectcalico.org"}
 NAMESPACED = {"pods", "daemonsets", "configmaps"}
 SPEC = {
     "kubeconfig": "str", "namespace": "str", "all-namespaces": "bool", "output": "str",
@@ -107,6 +112,8 @@ class Ctx:
         elif rtype in ("pods", "configmaps"):
             path = ("/api/v1/" + rtype if ns is None else
                     "/api/v1/namespaces/%s/%s" % (ns, rtype))
+        elif rtype == "ippools":
+            path = "/apis/crd.projectcalico.org/v1/ippools"
         else:
             path = "/apis/apps/v1/%s%s" % ("" if ns is None else "namespaces/%s/" % ns, rtype)
         return self.call("GET", path)["items"]
@@ -225,6 +232,10 @@ def table_rows(rtype, items, wide, all_ns):
                          str(s["updatedNumberScheduled"]), str(s["numberAvailable"]),
                          selector_text(d["spec"]["template"]["spec"].get("nodeSelector")),
                          age(d)])
+    elif rtype == "ippools":
+        # A CRD without printer columns: kubectl's default NAME and AGE.
+        head = ["NAME", "AGE"]
+        rows = [[p["metadata"]["name"], age(p)] for p in items]
     else:
         head = ["NAME", "DATA", "AGE"]
         rows = [[c["metadata"]["name"], str(len(c.get("data") or {})), age(c)] for c in items]
@@ -302,8 +313,8 @@ def fetch(ctx, rtype, names, opts):
         items = [by[n] for n in names if n in by]
     if missing:
         for n in missing:
-            sys.stderr.write("Error from server (NotFound): %s%s \"%s\" not found\n"
-                             % (rtype, ".apps" if rtype == "daemonsets" else "", n))
+            sys.stderr.write("Error from server (NotFound): %s \"%s\" not found\n"
+                             % (QUALIFIED.get(rtype, rtype), n))
     return items, missing
 
 
@@ -436,7 +447,12 @@ def cmd_describe(ctx, args, opts):
     return rc
 
 
-FLANNEL_MANIFEST = os.path.join(kl.LIBDIR, "manifests", "kube-flannel.yml")
+# The release manifests the lab keeps, by the URL their projects publish.
+RELEASE_MANIFESTS = (
+    (r"^https://github\.com/flannel-io/flannel/releases/", "kube-flannel.yml"),
+    (r"^https://raw\.githubusercontent\.com/projectcalico/calico/v[0-9.]+/manifests/"
+     r"calico\.yaml$", "calico.yaml"),
+)
 
 
 def read_sources(files):
@@ -446,10 +462,11 @@ def read_sources(files):
         if f == "-":
             out.append(("STDIN", sys.stdin.read()))
         elif re.match(r"^https?://", f):
-            # flannel's release on GitHub: the lab has no internet, so its
+            # flannel's or Calico's release: the lab has no internet, so its
             # copy; any other URL (a site's mirror) is fetched for real.
-            if re.match(r"^https://github\.com/flannel-io/flannel/releases/", f):
-                with open(FLANNEL_MANIFEST, encoding="utf-8") as fh:
+            copy = next((m for pat, m in RELEASE_MANIFESTS if re.match(pat, f)), None)
+            if copy:
+                with open(os.path.join(kl.LIBDIR, "manifests", copy), encoding="utf-8") as fh:
                     out.append((f, fh.read()))
                 continue
             import urllib.error  # noqa: PLC0415 - only for URLs

@@ -2,9 +2,11 @@
 """kubelet stand-in: posts this node's status to the stand-in API server
 every KUBE_HEARTBEAT_S seconds (default 10, like nodeStatusUpdateFrequency)
 and plays the node-local part of DaemonSets the lab cares about: when the
-flannel DaemonSet exists it writes /etc/cni/net.d/10-flannel.conflist (what
-flannel's install-cni init container does), and when the GPU Operator's
-device plugin is scheduled here it reports `nvidia-smi -L`.
+flannel or calico-node DaemonSet exists it writes the CNI configuration the
+API server hands it (/etc/cni/net.d/10-flannel.conflist or
+10-calico.conflist, what their install-cni init containers write) and the
+plugins' stand-ins under /opt/cni/bin, and when the GPU Operator's device
+plugin is scheduled here it reports `nvidia-smi -L`.
 
 `kubelet --once` posts once (twice if the answer changed what it reports)
 and exits: 0 when the server took the status, 1 otherwise.
@@ -19,8 +21,8 @@ from datetime import datetime
 
 import kubelib as kl
 
-FLANNEL_STUB = """#!/bin/sh
-# gpuctl lab stand-in for the flannel CNI plugin (copied by install-cni-plugin).
+PLUGIN_STUB = """#!/bin/sh
+# gpuctl lab stand-in for the %s CNI plugin (copied by the CNI's install-cni).
 echo '{"cniVersion":"0.3.1"}'
 """
 
@@ -50,9 +52,10 @@ def node_files(resp):
         if not same:
             kl.write_file(path, content)
             changed = True
-        plugin = kl.rpath("/opt/cni/bin/flannel")
+    for name in resp.get("cniPlugins") or (["flannel"] if resp.get("cni") else []):
+        plugin = kl.rpath("/opt/cni/bin/" + name)
         if not os.path.exists(plugin):
-            kl.write_file(plugin, FLANNEL_STUB, 0o755)
+            kl.write_file(plugin, PLUGIN_STUB % name, 0o755)
     env = resp.get("flannelSubnetEnv")
     if env:
         path = kl.rpath("/run/flannel/subnet.env")
