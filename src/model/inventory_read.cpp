@@ -254,9 +254,11 @@ void Reader::Top(const YAML::Node& root) {
   if (auto m = top.Map("repositories", RepositoryNames())) {
     ReadRepositories(source_, *m, inv_);
   }
-  if (auto m = top.Map("validation", {"nccl_min_busbw_gbps", "ib_min_bw_gbps"})) {
+  if (auto m = top.Map("validation", {"nccl_min_busbw_gbps", "ib_min_bw_gbps", "cuda_image"})) {
     m->Read("nccl_min_busbw_gbps", inv_.validation.nccl_min_busbw_gbps, 0, 100000);
     m->Read("ib_min_bw_gbps", inv_.validation.ib_min_bw_gbps, 0, 100000);
+    ReadKind(*m, "cuda_image", "image reference", ImageReferenceProblem,
+             inv_.validation.cuda_image);
   }
   // Nodes last: each starts from node_defaults over the cluster-wide ssh
   // settings read above, wherever those blocks sit in the file.

@@ -536,6 +536,7 @@ const std::vector<std::string>& KnownParameters() {
         "compute_interface",
         "fabric",
         "container_toolkit_version",
+        "cuda_image",
         "cuda_version",
         "cudnn_version",
         "disable_firewall",
@@ -650,6 +651,7 @@ ParameterTable::ParameterTable(const Inventory& inventory) : inventory_(inventor
       {"docker", Bool(inv.policy.docker)},
       {"nccl_min_busbw", Threshold(inv.validation.nccl_min_busbw_gbps)},
       {"ib_min_bw", Threshold(inv.validation.ib_min_bw_gbps)},
+      {"cuda_image", inv.validation.cuda_image},
       {"cni_manifest", !inv.mirrors.cni_manifest.empty() ? inv.mirrors.cni_manifest
                        : v.cni == "calico"               ? kCalicoManifest
                                                          : kFlannelManifest},

@@ -527,6 +527,89 @@ std::string UserNameProblem(std::string_view text) {
       "a letter, a digit or '_'", NameChar, "letters, digits, '_', '-' and '.'");
 }
 
+namespace {
+
+// One component of an image's path: lower-case letters and digits, joined by
+// '.', '_' or '-' (never first or last).
+bool ImagePathComponent(std::string_view c) {
+  const auto lower_alnum = [](char ch) { return IsAsciiDigit(ch) || (ch >= 'a' && ch <= 'z'); };
+  if (c.empty() || !lower_alnum(c.front()) || !lower_alnum(c.back())) return false;
+  return std::all_of(c.begin(), c.end(), [&](char ch) { return lower_alnum(ch) || In(ch, "._-"); });
+}
+
+}  // namespace
+
+std::string ImageReferenceProblem(std::string_view text) {
+  if (text.empty()) {
+    return "expected an image reference (registry/path:tag), got an empty string";
+  }
+  if (const std::string bad =
+          FirstBad(text, [](char c) { return IsAsciiAlnum(c) || In(c, "._-/:@"); });
+      !bad.empty()) {
+    return fmt::format("an image reference may not contain {}", bad);
+  }
+  if (std::string long_ = TooLong(text, 512); !long_.empty()) {
+    return long_;
+  }
+  std::string_view name = text;
+  if (const std::size_t at = text.find('@'); at != std::string_view::npos) {
+    const std::string_view digest = text.substr(at + 1);
+    const bool hex = digest.size() == 7 + 64 && digest.rfind("sha256:", 0) == 0 &&
+                     std::all_of(digest.begin() + 7, digest.end(),
+                                 [](char c) { return IsAsciiDigit(c) || (c >= 'a' && c <= 'f'); });
+    if (!hex) return "an image digest is @sha256: and 64 lower-case hex digits";
+    name = text.substr(0, at);
+  }
+  const std::size_t last_slash = name.rfind('/');
+  if (const std::size_t colon = name.rfind(':');
+      colon != std::string_view::npos &&
+      (last_slash == std::string_view::npos || colon > last_slash)) {
+    const std::string_view tag = name.substr(colon + 1);
+    const bool tag_ok =
+        !tag.empty() && tag.size() <= 128 && tag.front() != '.' && tag.front() != '-' &&
+        std::all_of(tag.begin(), tag.end(), [](char c) { return IsAsciiAlnum(c) || In(c, "_.-"); });
+    if (!tag_ok) {
+      return fmt::format("invalid tag '{}' (letters, digits, '_', '.' and '-', not first)", tag);
+    }
+    name = name.substr(0, colon);
+  }
+  std::vector<std::string_view> parts;
+  for (std::size_t from = 0;;) {
+    const std::size_t slash = name.find('/', from);
+    parts.push_back(name.substr(from, slash - from));
+    if (slash == std::string_view::npos) break;
+    from = slash + 1;
+  }
+  std::size_t first_path = 0;
+  const std::string_view head = parts.front();
+  if (parts.size() > 1 &&
+      (head.find_first_of(".:") != std::string_view::npos || head == "localhost")) {
+    first_path = 1;  // a registry: host[:port]
+    const std::size_t colon = head.find(':');
+    const std::string_view host = head.substr(0, colon);
+    const std::string_view port = colon == std::string_view::npos ? "" : head.substr(colon + 1);
+    const bool host_ok = !host.empty() && std::all_of(host.begin(), host.end(), [](char c) {
+      return IsAsciiAlnum(c) || In(c, ".-");
+    });
+    const bool port_ok =
+        colon == std::string_view::npos ||
+        (!port.empty() && port.size() <= 5 && std::all_of(port.begin(), port.end(), IsAsciiDigit) &&
+         std::stoi(std::string(port)) >= 1 && std::stoi(std::string(port)) <= kMaxPort);
+    if (!host_ok || !port_ok) {
+      return fmt::format("invalid registry '{}' (a host name, and a port 1-65535)", head);
+    }
+  }
+  for (std::size_t i = first_path; i < parts.size(); ++i) {
+    if (!ImagePathComponent(parts[i])) {
+      return fmt::format(
+          "invalid image path component '{}' (lower-case letters and digits, joined by '.', "
+          "'_' or '-')",
+          parts[i]);
+    }
+  }
+  return "";
+}
+
 std::string UrlProblem(std::string_view text) {
   std::string_view rest;
   if (text.rfind("http://", 0) == 0) {

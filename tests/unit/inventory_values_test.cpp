@@ -93,6 +93,8 @@ std::vector<Field> Fields() {
       {"nodes[].hardware.gpus.model", ValuesWith(w1_hw), "NVIDIA H100 80GB HBM3"},
       {"nodes[].hardware.ib[].device", ValuesWith("    hardware: {ib: [{device: @@}]}\n"),
        "mlx5_0"},
+      {"validation.cuda_image", ValuesWith("validation: {cuda_image: @@}\n"),
+       "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04"},
       {"mirrors.cni_manifest", ValuesWith("mirrors: {cni_manifest: @@}\n"),
        "http://m.site/kube-flannel.yml"},
       {"mirrors.gpu_operator_chart", ValuesWith("mirrors: {gpu_operator_chart: @@}\n"),

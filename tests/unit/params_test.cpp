@@ -47,7 +47,7 @@ nodes:
 TEST(Params, KnownParametersAreSortedAndComplete) {
   const auto& names = KnownParameters();
   EXPECT_TRUE(std::is_sorted(names.begin(), names.end()));
-  EXPECT_EQ(names.size(), 68U);
+  EXPECT_EQ(names.size(), 69U);
   EXPECT_TRUE(IsKnownParameter("driver_branch"));
   EXPECT_FALSE(IsKnownParameter("driver"));
   // Every known name has a value, and nothing else does.

@@ -228,9 +228,19 @@ TEST(GpuPodValidate, PassesWhenThePodListsAGpu) {
   EXPECT_EQ(run.out, "GPU pod on w1: GPU 0: NVIDIA H100 80GB HBM3\n");
   const std::string pod = ReadAll(h.dir() / "pod.yaml");
   EXPECT_TRUE(ValidateHas(pod, "nvidia.com/gpu: 1")) << pod;
+  EXPECT_TRUE(ValidateHas(pod, "image: nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04\n")) << pod;
   EXPECT_TRUE(ValidateHas(pod, "restartPolicy: Never")) << pod;
   EXPECT_TRUE(
       ValidateHas(ReadAll(h.dir() / "kubectl.log"), "delete pod gpuctl-validate-gpu -n default"));
+}
+
+TEST(GpuPodValidate, ThePodRunsTheInventorysCudaImage) {
+  StepHarness h(ValidateInventory(
+      1, "validation: {cuda_image: \"registry.site:5000/nvidia/cuda:12.4.1-base-ubuntu22.04\"}\n"));
+  Kubectl(h, "Succeeded", "nvidia-smi/h100-80gb-hbm3/L.txt");
+  ASSERT_EQ(h.Probe("validate.gpu-pod", "m").status, 0);
+  EXPECT_TRUE(ValidateHas(ReadAll(h.dir() / "pod.yaml"),
+                          "image: registry.site:5000/nvidia/cuda:12.4.1-base-ubuntu22.04\n"));
 }
 
 TEST(GpuPodValidate, APendingPodReportsTheSchedulersMessage) {
@@ -257,9 +267,10 @@ TEST(GpuPodValidate, ASucceededPodWithoutGpusFails) {
 // One Docker GPU worker with `gpus` H100s; docker prints `fixture` (the real
 // CLI's output, tests/fixtures/docker/) and exits `status`.
 testing::StepRun DockerGpu(int gpus, const std::string& fixture, int status,
-                           std::string* args = nullptr) {
+                           std::string* args = nullptr, const std::string& top = "") {
   StepHarness h(
-      "cluster: t\norchestrator: kubernetes\npolicy: {docker: true}\nnodes:\n"
+      "cluster: t\norchestrator: kubernetes\npolicy: {docker: true}\n" + top +
+      "nodes:\n"
       "  - {name: m, address: 198.18.0.1, os: ubuntu-22.04, roles: [master]}\n"
       "  - name: w1\n    address: 198.18.0.11\n    os: ubuntu-22.04\n    roles: [worker]\n"
       "    hardware:\n      gpus: {model: NVIDIA H100 80GB HBM3, count: " +
@@ -280,6 +291,14 @@ TEST(DockerGpuValidate, PassesWhenTheContainerListsEveryGpuOfTheNode) {
             "docker run --gpus all: nvidia-smi -L lists 1 GPUs, GPU 0: NVIDIA H100 80GB HBM3\n");
   EXPECT_EQ(args,
             "run --rm --gpus all nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04 nvidia-smi -L\n");
+}
+
+TEST(DockerGpuValidate, RunsTheInventorysCudaImage) {
+  std::string args;
+  const auto run = DockerGpu(1, "run-gpus-h100-pull.txt", 0, &args,
+                             "validation: {cuda_image: \"localhost:5000/cuda:12.4.1-base\"}\n");
+  EXPECT_EQ(run.status, 0) << run.out;
+  EXPECT_EQ(args, "run --rm --gpus all localhost:5000/cuda:12.4.1-base nvidia-smi -L\n");
 }
 
 TEST(DockerGpuValidate, FewerGpusInTheContainerThanTheNodeHasFails) {

@@ -114,6 +114,13 @@ std::vector<KindCase> Cases() {
        {"http://mirror.site/cuda", "https://10.0.0.5:8443/x", "http://m.site:5000"},
        {"ftp://m.site", "http://", "http://user@m.site", "http://m.site:0", "http://m.site/../x",
         "http://m.site/a b", "https://m.site/" + std::string(3000, 'a')}},
+      {"image reference",
+       ImageReferenceProblem,
+       {"nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04", "ubuntu", "nvidia/cuda:12.1.1-base",
+        "registry.site:5000/nvidia/cuda:12.4.1-base-ubuntu22.04", "localhost/cuda",
+        "nvcr.io/nvidia/cuda@sha256:" + std::string(64, 'a'), "my_org/cuda-base:V1.0"},
+       {"Nvidia/cuda", "nvcr.io/nvidia/cuda:", "cuda:-x", "reg.site:0/cuda", "a//b",
+        "cuda@sha256:xyz", "cuda:" + std::string(129, 'a'), "cuda:a b", "nvcr.io/"}},
   };
 }
 

@@ -256,6 +256,9 @@ const std::vector<std::string>& MirrorableRegistries();
 struct Validation {
   int nccl_min_busbw_gbps = 0;  // all_reduce_perf bus bandwidth across nodes, GB/s
   int ib_min_bw_gbps = 0;       // ib_send_bw between a pair of nodes, Gb/s
+  // The CUDA image the GPU pod and `docker run --gpus` start (an air-gapped
+  // site names its own registry's copy).
+  std::string cuda_image = "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04";
 };
 
 struct Inventory {

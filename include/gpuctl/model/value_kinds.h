@@ -117,5 +117,12 @@ std::string UserNameProblem(std::string_view text);
 // port and a path of the absolute-path characters; no credentials (user@), no
 // `..` in the path, at most 2048 characters.
 std::string UrlProblem(std::string_view text);
+// A container image reference as Docker and containerd take it:
+// [REGISTRY[:PORT]/]PATH[:TAG][@sha256:DIGEST]. PATH's components are
+// lower-case letters and digits joined by '.', '_' or '-'; the registry is a
+// host name (with a '.' or a port, or `localhost`); the tag is letters,
+// digits, '_', '.' and '-' (not first), at most 128; the digest 64 lower-case
+// hex digits. At most 512 characters.
+std::string ImageReferenceProblem(std::string_view text);
 
 }  // namespace gpuctl
