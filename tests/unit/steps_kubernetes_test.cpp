@@ -3,6 +3,7 @@
 // rendered by a real kubectl 1.30 (tests/fixtures/kubectl/), helm's JSON
 // (tests/fixtures/helm/), and the Google Cloud SDK kubectl this host's dpkg
 // database holds.
+#include <chrono>
 #include <fstream>
 
 #include <gtest/gtest.h>
@@ -50,15 +51,22 @@ class PackagesTest : public ::testing::Test {
                 "/version-$p\" ;;\n  esac\ndone");
     for (const char* p : {"kubeadm", "kubelet", "kubectl"}) {
       Package(p, "1.30.6-1.1", "hold ok installed");
+      // The tools PATH finds first (the harness's bin), each listed in its
+      // package's dpkg file list, which dpkg wrote after unpacking them.
+      h_.StubOutput(p, "");
+      Owns(p, (h_.dir() / "bin" / p).string());
     }
-    h_.StubOutput("kubeadm", "v1.30.6\n");
-    h_.StubOutput("kubelet", "Kubernetes v1.30.6\n");
-    h_.StubFixture("kubectl", "kubectl/version-client-1.30.txt");
     h_.StubOutput("systemctl", "", 0);
+  }
+  void SetUp() override {
+    if (const auto why = StepHarness::CanFakeFiles(); !why.empty()) GTEST_SKIP() << why;
   }
   void Package(const std::string& name, const std::string& version, const std::string& status) {
     std::ofstream(h_.dir() / ("version-" + name)) << version;
     std::ofstream(h_.dir() / ("status-" + name)) << status;
+  }
+  void Owns(const std::string& package, const std::string& file) {
+    h_.File("/var/lib/dpkg/info/" + package + ".list", "/.\n/usr\n" + file + "\n");
   }
   StepHarness h_;
 };
@@ -94,14 +102,26 @@ TEST_F(PackagesTest, AMissingPackageIsNamed) {
   EXPECT_TRUE(KubernetesHas(run.out, "kubeadm is not installed (want 1.30)")) << run.out;
 }
 
-TEST_F(PackagesTest, TheKubectlOnPathMustReportTheVersion) {
-  // The packages are right but PATH finds the SDK's dispatcher (v1.32.4).
-  h_.StubFixture("kubectl", "kubectl/version-client-gcloud-sdk.txt");
+TEST_F(PackagesTest, TheKubectlOnPathMustBeThePackagesFile) {
+  // The packages are right, but PATH finds another kubectl first (the SDK's
+  // dispatcher): the package's file is /usr/bin/kubectl.
+  Owns("kubectl", "/usr/bin/kubectl");
   const auto run = h_.Probe("k8s.packages", "worker1");
   EXPECT_EQ(run.status, 1);
-  EXPECT_TRUE(KubernetesHas(
-      run.out, "'kubectl version --client' reports 'Client Version: v1.32.4-dispatcher'"))
-      << run.out;
+  EXPECT_EQ(run.out, "kubectl on PATH is " + (h_.dir() / "bin/kubectl").string() +
+                         ", not the kubectl package's file\n");
+}
+
+TEST_F(PackagesTest, AToolCopiedOverThePackagesFileIsNamed) {
+  // Written after dpkg recorded the package: someone's own kubelet.
+  const auto kubelet = h_.dir() / "bin/kubelet";
+  std::filesystem::last_write_time(
+      kubelet, std::filesystem::file_time_type::clock::now() + std::chrono::hours(1));
+  const auto run = h_.Probe("k8s.packages", "worker1");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.out, kubelet.string() +
+                         " was changed after the kubelet package installed it (newer than "
+                         "dpkg's file list)\n");
 }
 
 TEST_F(PackagesTest, KubeletMustBeEnabled) {
