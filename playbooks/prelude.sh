@@ -922,17 +922,45 @@ unit_started_after() {
   done
 }
 
+# dpkg_list PKG: sets _dl to dpkg's file list of PKG (PKG.list, or
+# PKG:ARCH.list for a Multi-Arch package); fails when there is none.
+dpkg_list() {
+  for _dl in /var/lib/dpkg/info/"$1".list /var/lib/dpkg/info/"$1":*.list; do
+    [ ! -e "$_dl" ] || return 0
+  done
+  _dl=
+  return 1
+}
+
+# on_path NAME: sets on_path_file to the file the shell runs for NAME (the
+# first executable regular file on PATH), looked up without a process; /bin
+# and /sbin read as /usr's where they are links to it (merged /usr). Fails
+# when there is none.
+on_path() {
+  on_path_file=
+  _opi=$IFS
+  IFS=:
+  set -f
+  for _opd in $PATH; do
+    if [ -f "${_opd:-.}/$1" ] && [ -x "${_opd:-.}/$1" ]; then
+      on_path_file=${_opd:-.}/$1
+      break
+    fi
+  done
+  set +f
+  IFS=$_opi
+  case "$on_path_file" in
+    /bin/* | /sbin/*) if [ -L "${on_path_file%/*}" ]; then on_path_file=/usr$on_path_file; fi ;;
+  esac
+  [ -n "$on_path_file" ]
+}
+
 # pkg_installed_at PKG: when PKG was last installed or upgraded, in seconds
 # since the epoch (dpkg rewrites the package's file list then; rpm keeps
 # INSTALLTIME); nothing when it is not installed.
 pkg_installed_at() {
   case "$GPUCTL_OS_FAMILY" in
-    debian)
-      for _pia in /var/lib/dpkg/info/"$1".list /var/lib/dpkg/info/"$1":*.list; do
-        [ -e "$_pia" ] && stat -c %Y "$_pia" && return 0
-      done
-      return 1
-      ;;
+    debian) dpkg_list "$1" && stat -c %Y "$_dl" ;;
     rhel) rpm -q --qf '%{INSTALLTIME}\n' "$1" 2>/dev/null | grep -m 1 -Ex '[0-9]+' ;;
   esac
 }

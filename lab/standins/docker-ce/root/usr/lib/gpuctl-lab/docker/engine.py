@@ -85,6 +85,7 @@ class Container:
         self.name = name
         self.config = config
         self.host = config.get("HostConfig") or {}
+        self.runtime = ""        # the runtime's name, resolved at create
         self.state = "created"
         self.exit_code = 0
         self.error = ""
@@ -159,13 +160,14 @@ class Engine:
         repo, _, tag = ref.rpartition(":")
         path = repo.split("/", 1)[1]
         digest = hashlib.sha256(ref.encode()).hexdigest()
-        fresh = ref not in self.images
-        self.images.add(ref)
-        os.makedirs(os.path.dirname(self.images_file), exist_ok=True)
-        tmp = self.images_file + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(sorted(self.images), f)
-        os.replace(tmp, self.images_file)
+        with self.lock:  # one writer of the image list at a time
+            fresh = ref not in self.images
+            self.images.add(ref)
+            os.makedirs(os.path.dirname(self.images_file), exist_ok=True)
+            tmp = self.images_file + ".tmp"
+            with open(tmp, "w", encoding="utf-8") as f:
+                json.dump(sorted(self.images), f)
+            os.replace(tmp, self.images_file)
         status = "Downloaded newer image for " if fresh else "Image is up to date for "
         return [{"status": f"Pulling from {path}", "id": tag},
                 {"status": f"Digest: sha256:{digest}"},
@@ -185,10 +187,12 @@ class Engine:
             raise ApiError(400, f"unknown or invalid runtime name: {runtime}")
         cid = secrets.token_hex(32)
         name = name or f"gpuctl_lab_{cid[:6]}"
+        c = Container(cid, name, body)
+        c.runtime = runtime
         with self.lock:
-            if any(c.name == name for c in self.containers.values()):
+            if any(o.name == name for o in self.containers.values()):
                 raise ApiError(409, f'Conflict. The container name "/{name}" is already in use')
-            self.containers[cid] = Container(cid, name, body)
+            self.containers[cid] = c
         return {"Id": cid, "Warnings": []}
 
     def gpus(self, c, env):
@@ -204,9 +208,8 @@ class Engine:
             if req.get("DeviceIDs"):
                 return [int(i) for i in req["DeviceIDs"] if str(i).isdigit()]
             return "all" if req.get("Count", 0) == -1 else int(req.get("Count", 0))
-        runtime = c.host.get("Runtime") or self.config.get("default-runtime", "runc")
         wanted = env.get("NVIDIA_VISIBLE_DEVICES", "")
-        if os.path.basename(self.runtimes().get(runtime, "")) == "nvidia-container-runtime" \
+        if os.path.basename(self.runtimes().get(c.runtime, "")) == "nvidia-container-runtime" \
                 and wanted not in ("", "void", "none"):
             return "all"
         return None
