@@ -11,6 +11,8 @@ build_pkgs=(
   build-essential cmake ninja-build pkg-config git
   libcli11-dev libyaml-cpp-dev libssh-dev libssl-dev libfmt-dev libspdlog-dev
   nlohmann-json3-dev libgtest-dev libgmock-dev
+  # tcmalloc_minimal: gpuctl's allocator (cmake/GpuctlDependencies.cmake).
+  libgoogle-perftools-dev
   clang-format clang-tidy clang libclang-rt-14-dev
   # lld links every target (cmake/GpuctlOptions.cmake, GPUCTL_LINKER): the
   # sanitizer builds' test binaries several times faster than GNU ld.

@@ -5,11 +5,11 @@
 // tree's, which a node sees through the host's layer, hidden), and the
 // completion and manual page are where bash and man look.
 //
-// The runtime libraries (libssh-4, libyaml-cpp0.7, libfmt9, libspdlog1.10)
-// are not in the lab's Ubuntu archive: apt finds them already installed,
-// because an Ubuntu-like node's dpkg database and /usr are the host's
-// (docs/lab.md, "OS identity"), where the build installed their -dev
-// packages. What is tested is the package; not that a bare Ubuntu can fetch
+// The runtime libraries (libssh-4, libyaml-cpp0.7, libfmt9, libspdlog1.10,
+// libtcmalloc-minimal4) are not in the lab's Ubuntu archive: apt finds them
+// already installed, because an Ubuntu-like node's dpkg database and /usr
+// are the host's (docs/lab.md, "OS identity"), where the build installed
+// their -dev packages. What is tested is the package; not that a bare Ubuntu can fetch
 // them.
 #include <gtest/gtest.h>
 
@@ -68,7 +68,8 @@ TEST_F(PackageLabTest, DebInstallsWithAptAndRunsFromUsr) {
   const Result info = Shell("dpkg-deb -f " + Quote(deb_.string()) + " Package Depends");
   ASSERT_EQ(info.status, 0) << info.out;
   EXPECT_NE(info.out.find("Package: gpuctl"), std::string::npos) << info.out;
-  for (const char* library : {"libssh-4", "libyaml-cpp0.7", "libfmt9", "libspdlog1.10"}) {
+  for (const char* library :
+       {"libssh-4", "libyaml-cpp0.7", "libfmt9", "libspdlog1.10", "libtcmalloc-minimal4"}) {
     EXPECT_NE(info.out.find(library), std::string::npos) << library << "\n" << info.out;
   }
   const Result contents = Shell("dpkg-deb -c " + Quote(deb_.string()));
