@@ -30,7 +30,9 @@ class FakeConnection : public Connection {
 
 void FakeTransport::AddHandler(Handler handler) {
   std::lock_guard lock(mutex_);
-  handlers_.push_back(std::move(handler));
+  auto handlers = std::make_shared<std::vector<Handler>>(*handlers_);
+  handlers->push_back(std::move(handler));
+  handlers_ = std::move(handlers);
 }
 
 void FakeTransport::When(const std::string& node, const std::string& needle, int exit_status,
@@ -84,32 +86,38 @@ CommandResult FakeTransport::Answer(const std::string& node, const Command& comm
       Command single;
       single.script = std::move(entry.script);
       single.env = std::move(entry.env);
-      AppendBatchResult(nonce, entry.id, AnswerOne(node, single), batch.out, batch.err);
+      AppendBatchResult(nonce, entry.id, AnswerOne(node, std::move(single)), batch.out, batch.err);
     }
     return batch;
   }
   return AnswerOne(node, command);
 }
 
-CommandResult FakeTransport::AnswerOne(const std::string& node, const Command& command) {
+CommandResult FakeTransport::AnswerOne(const std::string& node, Command command) {
   // A verdict script is a probe then, if it passed, a verification: each is
   // answered (and recorded) on its own, as the node's shell would run them.
-  if (Command probe = command, verify = command;
-      ParseVerdictScript(command.script, probe.script, verify.script)) {
-    CommandResult probed = AnswerScript(node, probe);
+  if (std::string probe, verify; ParseVerdictScript(command.script, probe, verify)) {
+    Command verification;
+    verification.prelude = command.prelude;
+    verification.timeout = command.timeout;
+    verification.script = std::move(verify);
+    command.script = std::move(probe);
+    // The probe's environment is copied only when the verification runs.
+    std::map<std::string, std::string> env = command.env;
+    CommandResult probed = AnswerScript(node, std::move(command));
     if (probed.exit_status != 0) {
       return probed;
     }
-    return VerdictResult(probed, AnswerScript(node, verify));
+    verification.env = std::move(env);
+    return VerdictResult(probed, AnswerScript(node, std::move(verification)));
   }
-  return AnswerScript(node, command);
+  return AnswerScript(node, std::move(command));
 }
 
-CommandResult FakeTransport::AnswerScript(const std::string& node, const Command& command) {
+CommandResult FakeTransport::AnswerScript(const std::string& node, Command command) {
   // gpuctl's own pending-reboot bookkeeping in /run (prober.h) is kept here
   // as a node keeps it; the step's script after the check goes to handlers.
-  Command own = command;
-  std::vector<Handler> handlers;
+  std::shared_ptr<const std::vector<Handler>> handlers;
   {
     std::lock_guard lock(mutex_);
     if (keep_records_) {
@@ -132,16 +140,16 @@ CommandResult FakeTransport::AnswerScript(const std::string& node, const Command
         pending.out = "reboot pending\n";
         return pending;
       }
-      own.script = rest;
+      command.script = std::move(rest);
       if (keep_records_) {
-        records_.back().command.script = rest;
+        records_.back().command.script = command.script;
       }
     }
     handlers = handlers_;
   }
   // Newest handler first, so a test can override an earlier default.
-  for (auto it = handlers.rbegin(); it != handlers.rend(); ++it) {
-    if (auto result = (*it)(node, own)) {
+  for (auto it = handlers->rbegin(); it != handlers->rend(); ++it) {
+    if (auto result = (*it)(node, command)) {
       return *result;
     }
   }

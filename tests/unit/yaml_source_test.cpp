@@ -3,6 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
+#include "gpuctl/util/input_file.h"
+
 namespace gpuctl::yaml {
 namespace {
 
@@ -21,6 +25,53 @@ struct Fixture {
     return diagnostics.All().empty() ? "" : diagnostics.All().front().Format();
   }
 };
+
+// Values in a tree as the parser made them: each node, each key, each item.
+std::size_t Values(const YAML::Node& node) {
+  std::size_t count = 1;
+  if (node.IsSequence()) {
+    for (const auto& item : node) {
+      count += Values(item);
+    }
+  } else if (node.IsMap()) {
+    for (const auto& entry : node) {
+      count += Values(entry.first) + Values(entry.second);
+    }
+  }
+  return count;
+}
+
+TEST(YamlValueBound, IsAtLeastTheValuesOfDenseTexts) {
+  // The densest ways to write values: flow collections of nulls and of
+  // empty collections, block sequences of nulls, null keys and values.
+  for (const std::string text : {"[:,:,:,:]", "{:,:,:}", "[[],[],{},{}]", "- \n- \n-\n-",
+                                 "{? , ? }", "a:\nb:\nc:", "[a,b,c,d,e,f]", "- - - - x",
+                                 "{a: {b: {c: [d, e]}}}", "x", "", "[ , ]", "'a': \"b\""}) {
+    const YAML::Node tree = YAML::Load(text);
+    EXPECT_GE(YamlValueBound(text), Values(tree)) << text;
+  }
+}
+
+TEST(YamlValueBound, LetsAGeneratedInventoryOfTenThousandNodesSkipTheCount) {
+  // Indentation is one separator a line, not one a blank: an inventory of
+  // 10,000 nodes at 155 bytes each is bounded well under the cap, so it is
+  // parsed once; a dense list of the same size is not.
+  std::string inventory = "nodes:\n";
+  std::string dense = "nodes: [";
+  for (int i = 0; i < 10000; ++i) {
+    inventory += fmt::format(
+        "  - name: gpu{:07}\n    address: 10.0.{}.{}\n    os: ubuntu-22.04\n    roles: [worker]\n"
+        "    hardware:\n      gpus: {{model: \"NVIDIA H100 80GB HBM3\", count: 8}}\n",
+        i, i / 256, i % 256);
+  }
+  for (std::size_t i = 0; i < kMaxYamlValues / 2; ++i) {
+    dense += "a,";
+  }
+  dense += "]\n";
+  EXPECT_GT(inventory.size(), kCountYamlValuesAbove);
+  EXPECT_LT(YamlValueBound(inventory), kMaxYamlValues);
+  EXPECT_GT(YamlValueBound(dense), kMaxYamlValues);
+}
 
 TEST(YamlWhere, ConvertsZeroBasedMarksToOneBased) {
   YAML::Mark mark;

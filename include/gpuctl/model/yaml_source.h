@@ -54,6 +54,15 @@ struct Scalar {
   SourceLocation where;
 };
 
+// How many values (scalars, lists, mappings, nulls, aliases) `text` can hold
+// at most, read without parsing it: each value after the first is set apart
+// from the one before by a byte that is not a letter or digit (an indicator
+// such as "-", ":", ",", "[", "{", "*", a quote, a line break) or by a run of
+// blanks, and one such separator brings at most three values ("{:}" is a
+// mapping, a null key and its null value). Source::Parse counts values in a
+// parse of their own only where this bound passes kMaxYamlValues.
+std::size_t YamlValueBound(std::string_view text);
+
 // One YAML file being read: its name for messages and where problems go.
 class Source {
  public:
@@ -67,7 +76,8 @@ class Source {
 
   // Parses `text`. A syntax error becomes one diagnostic at its position; so
   // does a text of more than kMaxYamlValues values (input_file.h), at the
-  // value past the bound, before any tree is built.
+  // value past the bound, before any tree is built (a first parse counts
+  // them, where the text's size and YamlValueBound leave it possible).
   std::optional<YAML::Node> Parse(const std::string& text);
 
   [[nodiscard]] const std::string& file() const { return file_; }
