@@ -30,7 +30,7 @@ gpuctl_gather_facts() {
   # ActiveState, UnitFileState, LoadState and ActiveEnterTimestamp of the
   # catalog's units (systemctl show prints one block per unit, in order).
   set -- containerd docker kubelet nvidia-persistenced nvidia-fabricmanager dcgm-exporter prometheus nfs-server \
-    chrony chronyd openibd munge slurmctld slurmd ufw firewalld
+    chrony chronyd openibd opensmd opensm munge slurmctld slurmd ufw firewalld
   if _gf=$(systemctl show --timestamp=unix -p ActiveState,UnitFileState,LoadState,ActiveEnterTimestamp -- "$@" 2>/dev/null); then
     _gf_a='' _gf_e='' _gf_l='' _gf_t=''
     while IFS= read -r _gfl; do
@@ -61,6 +61,17 @@ EOF
   done </etc/os-release 2>/dev/null || true
   # A string, not a number: the shell's read gets it whole from /proc/sys.
   read -r GPUCTL_FACT_KERNEL </proc/sys/kernel/osrelease 2>/dev/null || GPUCTL_FACT_KERNEL=$(uname -r)
+  # The GPUs and the IB ports, each read once for the several steps that
+  # ask (nvidia-smi takes 0.1 s or more a run on a real board): gpu_query
+  # and ib_read answer from these. A query that fails leaves them unset,
+  # and each step then asks, and reports the failure, itself.
+  unset _gf_gpu _gf_ib
+  if command -v nvidia-smi >/dev/null 2>&1; then
+    _gf_gpu=$(nvidia-smi --query-gpu="$_gpuctl_gpu_fields" --format=csv,noheader 2>/dev/null) || unset _gf_gpu
+  fi
+  if command -v ibstat >/dev/null 2>&1 && ib_read; then
+    _gf_ib=$ib_table
+  fi
   # A scratch directory for the batch, removed when its shell exits: for
   # containerd's effective configuration (three probes read it), a throwaway
   # GNUPGHOME for gpuctl's repository keys, and the repositories not set up
@@ -617,11 +628,52 @@ pkg_release() {
   esac
 }
 
+# The fields the gather asks nvidia-smi for, every GPU a line: what the
+# gpu.* steps ask about.
+_gpuctl_gpu_fields=index,name,driver_version,persistence_mode,mig.mode.current,mig.mode.pending
+
+# gpu_query FIELDS: prints what `nvidia-smi --query-gpu=FIELDS
+# --format=csv,noheader` prints, and fails as it does, for FIELDS among
+# _gpuctl_gpu_fields: in a batch from the gather's one query, with the
+# shell alone; elsewhere (a change, its verification) nvidia-smi answers.
+gpu_query() {
+  if [ -z "${_gf_gpu+set}" ]; then
+    nvidia-smi --query-gpu="$1" --format=csv,noheader
+    return
+  fi
+  while IFS= read -r _gql; do
+    [ -n "$_gql" ] || continue
+    # index, name, driver_version, persistence_mode, MIG mode current, pending
+    _gq1=${_gql%%, *} _gql=${_gql#*, }
+    _gq2=${_gql%%, *} _gql=${_gql#*, }
+    _gq3=${_gql%%, *} _gql=${_gql#*, }
+    _gq4=${_gql%%, *} _gql=${_gql#*, }
+    _gq5=${_gql%%, *} _gq6=${_gql#*, }
+    _gqo='' _gqr=$1,
+    while [ -n "$_gqr" ]; do
+      case "${_gqr%%,*}" in
+        index) _gqv=$_gq1 ;; name) _gqv=$_gq2 ;; driver_version) _gqv=$_gq3 ;;
+        persistence_mode) _gqv=$_gq4 ;; mig.mode.current) _gqv=$_gq5 ;; mig.mode.pending) _gqv=$_gq6 ;;
+        *) echo "gpu_query: ${_gqr%%,*} is not among the gathered fields" >&2; return 2 ;;
+      esac
+      _gqo=${_gqo:+$_gqo, }$_gqv _gqr=${_gqr#*,}
+    done
+    printf '%s\n' "$_gqo"
+  done <<EOF
+$_gf_gpu
+EOF
+}
+
 # ib_read: sets ib_table to one line per port ibstat shows, "CA PORT STATE
-# RATE GUID", from one ibstat for every question a script asks about ports.
-# Fails when ibstat does, ib_table empty and its first line in ib_err.
+# RATE GUID", from one ibstat for every question a script asks about ports
+# (in a batch, the one the gather ran). Fails when ibstat does, ib_table
+# empty and its first line in ib_err.
 ib_read() {
   ib_table='' ib_err=''
+  if [ -n "${_gf_ib+set}" ]; then
+    ib_table=$_gf_ib
+    return 0
+  fi
   if ! _ibo=$(ibstat 2>&1); then
     ib_err=${_ibo%%"
 "*}
@@ -635,6 +687,23 @@ ib_read() {
     /^[ \t]+Rate:/ { rt[k] = $2 }
     /^[ \t]+Port GUID:/ { g[k] = $3 }
     END { for (i = 1; i <= c; i++) print n[i], st[n[i]], rt[n[i]], g[n[i]] }')
+}
+
+# ib_cas: sets ib_ca_list to the CAs ibstat shows (what `ibstat -l` prints),
+# one a line, from ib_read's table; empty when ibstat fails.
+ib_cas() {
+  ib_ca_list=''
+  ib_read || return 0
+  while read -r _ic _; do
+    case "
+$ib_ca_list
+" in *"
+$_ic
+"*) ;; *) ib_ca_list=${ib_ca_list:+$ib_ca_list
+}$_ic ;; esac
+  done <<EOF
+$ib_table
+EOF
 }
 
 # ib_port CA PORT: sets ib_state, ib_rate and ib_guid from ib_table (ib_read),

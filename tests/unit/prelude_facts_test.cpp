@@ -225,5 +225,80 @@ TEST_F(PreludeFactsTest, RepoValIsWhatSedGave) {
   EXPECT_EQ(run.out, "[cuda]\n[http://x/9.4/a/9.4]\n[]\n[no]\n");
 }
 
+// nvidia-smi and ibstat as the gather asks them (the combined query, the
+// full ibstat), each call logged; a single-field query is a live one.
+class PreludeGpuIbFactsTest : public PreludeFactsTest {
+ protected:
+  void SetUp() override {
+    PreludeFactsTest::SetUp();
+    const std::string calls = ShellQuote((h_.dir() / "calls").string());
+    const std::string broken = ShellQuote((h_.dir() / "no-driver").string());
+    h_.Stub("nvidia-smi",
+            "echo \"nvidia-smi $*\" >>" + calls + "\n[ -e " + broken +
+                " ] && { echo 'NVIDIA-SMI has failed because it could not communicate with the "
+                "NVIDIA driver.'; exit 9; }\n"
+                "case \"$1\" in\n"
+                "  --query-gpu=index,name,driver_version,persistence_mode,mig.mode.current,"
+                "mig.mode.pending)\n"
+                "    printf '0, NVIDIA H100 80GB HBM3, 550.127.05, Enabled, Enabled, Disabled\\n"
+                "1, NVIDIA H100 80GB HBM3, 550.127.05, Disabled, Disabled, Enabled\\n' ;;\n"
+                "  --query-gpu=driver_version) printf '550.127.05\\n550.127.05\\n' ;;\n"
+                "  *) echo \"unexpected $*\" >&2; exit 2 ;;\n"
+                "esac");
+    h_.Stub("ibstat",
+            "echo ibstat >>" + calls +
+                "\nprintf \"CA 'mlx5_0'\\n\\tNumber of ports: 2\\n\\tPort 1:\\n\\t\\tState: "
+                "Active\\n\\t\\tRate: 400\\n\\t\\tPort GUID: 0x1\\n\\tPort 2:\\n\\t\\tState: "
+                "Down\\n\\t\\tRate: 10\\n\\t\\tPort GUID: 0x2\\nCA 'mlx5_1'\\n\\tPort 1:\\n\\t\\t"
+                "State: Initializing\\n\\t\\tRate: 400\\n\\t\\tPort GUID: 0x3\\n\"");
+  }
+};
+
+constexpr const char* kGpuIbChecks =
+    "gpu_query driver_version\n"
+    "gpu_query name,driver_version\n"
+    "gpu_query index,mig.mode.current,mig.mode.pending\n"
+    "gpu_query persistence_mode\n"
+    "ib_read && ib_port mlx5_0 2 && echo \"mlx5_0/2 $ib_state $ib_rate $ib_guid\"\n"
+    "ib_read && ib_port mlx5_1 1 && echo \"mlx5_1/1 $ib_state\"\n"
+    "ib_port mlx5_2 1 || echo no-mlx5_2\n"
+    "ib_cas; echo \"cas=[$ib_ca_list]\"\n";
+
+TEST_F(PreludeGpuIbFactsTest, OneNvidiaSmiAndOneIbstatServeABatch) {
+  // Every answer is what nvidia-smi would print for those fields.
+  const auto run = Run(std::string("gpuctl_gather_facts debian\n(\n") + kGpuIbChecks + ")");
+  EXPECT_EQ(run.status, 0) << run.out;
+  EXPECT_EQ(run.out,
+            "550.127.05\n550.127.05\n"
+            "NVIDIA H100 80GB HBM3, 550.127.05\nNVIDIA H100 80GB HBM3, 550.127.05\n"
+            "0, Enabled, Disabled\n1, Disabled, Enabled\n"
+            "Enabled\nDisabled\n"
+            "mlx5_0/2 Down 10 0x2\nmlx5_1/1 Initializing\nno-mlx5_2\ncas=[mlx5_0\nmlx5_1]\n");
+  EXPECT_EQ(Calls(),
+            "gather\nshow\nnvidia-smi --query-gpu=index,name,driver_version,persistence_mode,"
+            "mig.mode.current,mig.mode.pending --format=csv,noheader\nibstat\n");
+}
+
+TEST_F(PreludeGpuIbFactsTest, OutsideABatchNvidiaSmiAndIbstatAnswerEachTime) {
+  const auto run = Run("gpu_query driver_version\nib_read; ib_read; ib_port mlx5_0 1 && echo up");
+  EXPECT_EQ(run.out, "550.127.05\n550.127.05\nup\n");
+  EXPECT_EQ(Calls(),
+            "nvidia-smi --query-gpu=driver_version --format=csv,noheader\nibstat\nibstat\n");
+}
+
+TEST_F(PreludeGpuIbFactsTest, ADriverThatDoesNotAnswerIsAskedAgainAndItsWordsKept) {
+  // The gather's query fails: no facts, and the probe's own query reports
+  // nvidia-smi's message and status as before.
+  std::ofstream(h_.dir() / "no-driver") << "";
+  const auto run =
+      Run("gpuctl_gather_facts debian\n(\nout=$(gpu_query driver_version 2>&1); echo \"rc=$? "
+          "$out\"\n)");
+  EXPECT_EQ(run.out,
+            "rc=9 NVIDIA-SMI has failed because it could not communicate with the NVIDIA "
+            "driver.\n");
+  const std::string calls = Calls();
+  EXPECT_NE(calls.find("nvidia-smi --query-gpu=driver_version"), std::string::npos) << calls;
+}
+
 }  // namespace
 }  // namespace gpuctl
