@@ -28,9 +28,17 @@ gpuctl_gather_facts() {
   esac
   [ -z "$_gf" ] || { eval "$_gf" && _gf_pkgs=$1; }
   # ActiveState, UnitFileState, LoadState and ActiveEnterTimestamp of the
-  # catalog's units (systemctl show prints one block per unit, in order).
+  # catalog's units (systemctl show prints one block per unit, in order),
+  # and of the instances of gpuctl's own template units that start at boot
+  # (gpuctl-opensm@DEVICE-PORT), found by their links without a process; an
+  # instance not linked is asked live.
   set -- containerd docker kubelet nvidia-persistenced nvidia-fabricmanager dcgm-exporter prometheus nfs-server \
     chrony chronyd openibd opensmd opensm munge slurmctld slurmd ufw firewalld
+  for _gfl in "$_gpuctl_unit_dir"/*.wants/gpuctl-*@*.service; do
+    [ -L "$_gfl" ] || continue
+    _gfl=${_gfl##*/} _gfl=${_gfl%.service}
+    case " $* " in *" $_gfl "*) ;; *) set -- "$@" "$_gfl" ;; esac
+  done
   if _gf=$(systemctl show --timestamp=unix -p ActiveState,UnitFileState,LoadState,ActiveEnterTimestamp -- "$@" 2>/dev/null); then
     _gf_a='' _gf_e='' _gf_l='' _gf_t=''
     while IFS= read -r _gfl; do
@@ -92,6 +100,9 @@ EOF
     _gf_ctrd_mtime=$(stat -c %Y /etc/containerd/config.toml 2>/dev/null) || _gf_ctrd_mtime=0
   fi
 }
+
+# Where the admin's and gpuctl's unit files and their links are.
+_gpuctl_unit_dir=/etc/systemd/system
 
 # _gpuctl_pkg_vars: package lines ("NAME STATUS|VERSION") on stdin as shell
 # assignments of _gfp_<key> (_gpuctl_key's encoding); names it cannot encode

@@ -70,7 +70,7 @@ class PreludeFactsTest : public ::testing::Test {
                 "    while [ \"$1\" != -- ]; do shift; done; shift; first=1\n"
                 "    for u in \"$@\"; do\n"
                 "      [ -n \"$first\" ] || echo; first=''\n"
-                "      case \"$u\" in chrony | kubelet) printf "
+                "      case \"$u\" in chrony | kubelet | gpuctl-opensm@*) printf "
                 "'ActiveState=active\\nUnitFileState=enabled\\nLoadState=loaded\\n"
                 "ActiveEnterTimestamp=@1000\\n' ;;\n"
                 "        *) printf 'ActiveState=inactive\\nUnitFileState=\\nLoadState=not-found\\n"
@@ -179,6 +179,22 @@ TEST_F(PreludeFactsTest, ServicesComeFromOneSystemctlShow) {
             "nfs=[inactive][]\nconf-is-newer\nmissing-counts-as-old\n");
   // One show; the file's age from stat, no systemctl is-* at all.
   EXPECT_EQ(Calls(), "gather\nshow\n");
+}
+
+TEST_F(PreludeFactsTest, InstancesOfGpuctlTemplatesLinkedToStartAtBootAreGathered) {
+  // gpuctl-opensm@mlx5_0-1 is linked into a target's wants, so the gather
+  // shows it; mlx5_1-1 is not, so it is asked live.
+  const auto wants = h_.dir() / "units" / "multi-user.target.wants";
+  std::filesystem::create_directories(wants);
+  std::filesystem::create_symlink("../gpuctl-opensm@.service",
+                                  wants / "gpuctl-opensm@mlx5_0-1.service");
+  const auto run = Run("_gpuctl_unit_dir=" + ShellQuote((h_.dir() / "units").string()) +
+                       "\ngpuctl_gather_facts debian\n"
+                       "svc_active gpuctl-opensm@mlx5_0-1 && echo first-active\n"
+                       "svc_enabled gpuctl-opensm@mlx5_0-1.service && echo first-enabled\n"
+                       "svc_active gpuctl-opensm@mlx5_1-1 || echo second-asked\n");
+  EXPECT_EQ(run.out, "first-active\nfirst-enabled\nsecond-asked\n");
+  EXPECT_EQ(Calls(), "gather\nshow\nlive systemctl is-active --quiet gpuctl-opensm@mlx5_1-1\n");
 }
 
 TEST_F(PreludeFactsTest, AUnitTheGatherDoesNotListIsAskedLive) {
