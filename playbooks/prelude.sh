@@ -1584,13 +1584,14 @@ repo_key_fetch() {
     *) echo "gpuctl: refusing the key of repository $1 from $2: its fingerprint is ${_rk:-unreadable (no OpenPGP key)}, the inventory pins $3" >&2
        return 1 ;;
   esac
+  # Public keys only: gpg needs no agent for them, and one it started would
+  # have to be killed again (gpgconf and three gpg-connect-agent runs a key).
   mkdir -m 0700 "$_rt/gnupg" && : >"$_rt/gnupg/common.conf"
-  GNUPGHOME=$_rt/gnupg gpg --batch --quiet --import "$_rt/key" 2>/dev/null
+  GNUPGHOME=$_rt/gnupg gpg --batch --quiet --no-autostart --import "$_rt/key" 2>/dev/null
   case "$GPUCTL_OS_FAMILY" in
-    debian) GNUPGHOME=$_rt/gnupg gpg --batch --export "$3" >"$_rt/out" ;;
-    rhel) GNUPGHOME=$_rt/gnupg gpg --batch --armor --export "$3" >"$_rt/out" ;;
+    debian) GNUPGHOME=$_rt/gnupg gpg --batch --no-autostart --export "$3" >"$_rt/out" 2>/dev/null ;;
+    rhel) GNUPGHOME=$_rt/gnupg gpg --batch --no-autostart --armor --export "$3" >"$_rt/out" 2>/dev/null ;;
   esac
-  GNUPGHOME=$_rt/gnupg gpgconf --kill all 2>/dev/null || true
   if [ ! -s "$_rt/out" ]; then
     echo "gpuctl: gpg could not export key $3 of repository $1" >&2
     return 1
