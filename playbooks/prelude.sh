@@ -1035,6 +1035,42 @@ on_path() {
   [ -n "$on_path_file" ]
 }
 
+# pkg_runs TOOL PKG: true when PATH finds TOOL as package PKG installed it,
+# looked up by the shell without running anything: on apt a file in PKG's
+# dpkg file list and no newer than that list (not a binary copied over the
+# package's after install), on dnf /usr/bin/TOOL. Otherwise sets
+# pkg_runs_why to what PATH finds instead.
+pkg_runs() {
+  pkg_runs_why=
+  if ! on_path "$1"; then
+    pkg_runs_why="$1 is installed but not on PATH"
+    return 1
+  fi
+  case "$GPUCTL_OS_FAMILY" in
+    debian)
+      _pro=
+      if dpkg_list "$2"; then
+        while IFS= read -r _prl; do
+          if [ "$_prl" = "$on_path_file" ]; then _pro=1; break; fi
+        done <"$_dl"
+      fi
+      if [ -z "$_pro" ]; then
+        pkg_runs_why="$1 on PATH is $on_path_file, not the $2 package's file"
+        return 1
+      fi
+      # shellcheck disable=SC3013 # -nt: dash and bash, the nodes' sh, have it
+      if [ "$on_path_file" -nt "$_dl" ]; then
+        pkg_runs_why="$on_path_file was changed after the $2 package installed it (newer than dpkg's file list)"
+        return 1
+      fi ;;
+    rhel)
+      if [ "$on_path_file" != "/usr/bin/$1" ]; then
+        pkg_runs_why="$1 on PATH is $on_path_file, not the $2 package's /usr/bin/$1"
+        return 1
+      fi ;;
+  esac
+}
+
 # pkg_installed_at PKG: when PKG was last installed or upgraded, in seconds
 # since the epoch (dpkg rewrites the package's file list then; rpm keeps
 # INSTALLTIME); nothing when it is not installed.

@@ -38,17 +38,33 @@ bool KubernetesHas(const std::string& text, const std::string& part) {
 
 // ---------------------------------------------------------------- k8s.packages
 
+// A package in the stubbed database: its version (pkg_version) and its
+// selection/status words (the hold check).
+void Package(StepHarness& h, const std::string& name, const std::string& version,
+             const std::string& status) {
+  std::ofstream(h.dir() / ("version-" + name)) << version;
+  std::ofstream(h.dir() / ("status-" + name)) << status;
+}
+
+// dpkg's file list of `package`, written now (after the files it lists).
+void Owns(StepHarness& h, const std::string& package, const std::string& file) {
+  h.File("/var/lib/dpkg/info/" + package + ".list", "/.\n/usr\n" + file + "\n");
+}
+
+// dpkg-query answering per package from what Package() wrote.
+void StubPackageDatabase(StepHarness& h) {
+  h.Stub("dpkg-query",
+         "f=$2; shift 2\nfor p in \"$@\"; do\n"
+         "  case \"$f\" in\n"
+         "    *Status*) printf '%s %s\\n' \"$p\" \"$(cat \"" +
+             h.dir().string() + "/status-$p\")\" ;;\n" + "    *) cat \"" + h.dir().string() +
+             "/version-$p\" ;;\n  esac\ndone");
+}
+
 class PackagesTest : public ::testing::Test {
  protected:
   PackagesTest() : h_(KubernetesInventory()) {
-    // dpkg-query answers per package from files: the version (pkg_version)
-    // and the selection/status words (the hold check).
-    h_.Stub("dpkg-query",
-            "f=$2; shift 2\nfor p in \"$@\"; do\n"
-            "  case \"$f\" in\n"
-            "    *Status*) printf '%s %s\\n' \"$p\" \"$(cat \"" +
-                h_.dir().string() + "/status-$p\")\" ;;\n" + "    *) cat \"" + h_.dir().string() +
-                "/version-$p\" ;;\n  esac\ndone");
+    StubPackageDatabase(h_);
     for (const char* p : {"kubeadm", "kubelet", "kubectl"}) {
       Package(p, "1.30.6-1.1", "hold ok installed");
       // The tools PATH finds first (the harness's bin), each listed in its
@@ -62,11 +78,10 @@ class PackagesTest : public ::testing::Test {
     if (const auto why = StepHarness::CanFakeFiles(); !why.empty()) GTEST_SKIP() << why;
   }
   void Package(const std::string& name, const std::string& version, const std::string& status) {
-    std::ofstream(h_.dir() / ("version-" + name)) << version;
-    std::ofstream(h_.dir() / ("status-" + name)) << status;
+    gpuctl::Package(h_, name, version, status);
   }
   void Owns(const std::string& package, const std::string& file) {
-    h_.File("/var/lib/dpkg/info/" + package + ".list", "/.\n/usr\n" + file + "\n");
+    gpuctl::Owns(h_, package, file);
   }
   StepHarness h_;
 };
@@ -513,29 +528,67 @@ TEST_F(GpuOperatorTest, VerifyComparesWithTheInventorysCount) {
 
 // ---------------------------------------------------------------- k8s.helm
 
-TEST(HelmStep, ProbeWantsHelm316AndNvidiasRepository) {
+// The helm package at 3.16, its file what PATH finds, and `helm repo list`
+// running `repos` (a fixture's text, or an error); helm fails any other
+// question, so a probe that ran `helm version` would fail.
+void Helm(StepHarness& h, const std::string& repos) {
+  StubPackageDatabase(h);
+  Package(h, "helm", "3.16.2-1", "install ok installed");
+  h.Stub("helm", "case \"$1\" in\n  repo) " + repos + " ;;\n  *) exit 2 ;;\nesac");
+  Owns(h, "helm", (h.dir() / "bin/helm").string());
+}
+
+std::string RepoList() { return "cat '" + StepHarness::Fixture("helm/repo-list.txt") + "'"; }
+
+constexpr const char* kNoRepositories = "echo 'Error: no repositories to show' >&2; exit 1";
+
+class HelmTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (const auto why = StepHarness::CanFakeFiles(); !why.empty()) GTEST_SKIP() << why;
+  }
+};
+
+TEST_F(HelmTest, ProbeWantsHelm316AndNvidiasRepository) {
   StepHarness h(KubernetesInventory());
-  h.Stub("helm", "case \"$1\" in\n  version) cat '" +
-                     StepHarness::Fixture("helm/version-short.txt") + "' ;;\n  repo) cat '" +
-                     StepHarness::Fixture("helm/repo-list.txt") + "' ;;\nesac");
+  Helm(h, RepoList());
   auto run = h.Probe("k8s.helm", "master1");
   EXPECT_EQ(run.status, 0) << run.out;
 
-  h.Stub("helm", "case \"$1\" in\n  version) cat '" +
-                     StepHarness::Fixture("helm/version-short.txt") +
-                     "' ;;\n  repo) echo 'Error: no repositories to show' >&2; exit 1 ;;\nesac");
+  Helm(h, kNoRepositories);
   run = h.Probe("k8s.helm", "master1");
   EXPECT_EQ(run.status, 1);
   EXPECT_TRUE(KubernetesHas(run.out, "helm repository 'nvidia' is 'missing'")) << run.out;
 }
 
-TEST(HelmStep, ProbeWantsTheMirrorsChartRepositoryAndNoneForAnArchive) {
+TEST_F(HelmTest, ProbeNamesAnotherVersionAndAHelmThePackageDidNotInstall) {
+  StepHarness h(KubernetesInventory());
+  Helm(h, RepoList());
+  Package(h, "helm", "3.15.4-1", "install ok installed");
+  auto run = h.Probe("k8s.helm", "master1");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.out, "helm 3.15.4-1 is installed (want 3.16)\n");
+
+  Package(h, "helm", "", "");
+  run = h.Probe("k8s.helm", "master1");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.out, "helm is not installed (want 3.16)\n");
+
+  // The package is right, but PATH finds a helm it did not put there (a
+  // release tarball's, say).
+  Package(h, "helm", "3.16.2-1", "install ok installed");
+  Owns(h, "helm", "/usr/sbin/helm");
+  run = h.Probe("k8s.helm", "master1");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.out, "helm on PATH is " + (h.dir() / "bin/helm").string() +
+                         ", not the helm package's file\n");
+}
+
+TEST_F(HelmTest, ProbeWantsTheMirrorsChartRepositoryAndNoneForAnArchive) {
   // NVIDIA's repository is there (repo-list.txt), but the inventory names a mirror.
   StepHarness h(KubernetesInventory() +
                 "mirrors: {gpu_operator_chart: http://mirror.site/charts}\n");
-  h.Stub("helm", "case \"$1\" in\n  version) cat '" +
-                     StepHarness::Fixture("helm/version-short.txt") + "' ;;\n  repo) cat '" +
-                     StepHarness::Fixture("helm/repo-list.txt") + "' ;;\nesac");
+  Helm(h, RepoList());
   auto run = h.Probe("k8s.helm", "master1");
   EXPECT_EQ(run.status, 1);
   EXPECT_TRUE(KubernetesHas(run.out,
@@ -546,10 +599,7 @@ TEST(HelmStep, ProbeWantsTheMirrorsChartRepositoryAndNoneForAnArchive) {
   // A chart archive needs helm only.
   StepHarness archive(KubernetesInventory() +
                       "mirrors: {gpu_operator_chart: /srv/charts/gpu-operator-v24.3.0.tgz}\n");
-  archive.Stub("helm", "case \"$1\" in\n  version) cat '" +
-                           StepHarness::Fixture("helm/version-short.txt") +
-                           "' ;;\n  repo) echo 'Error: no repositories to show' >&2; exit 1 ;;\n"
-                           "esac");
+  Helm(archive, kNoRepositories);
   run = archive.Probe("k8s.helm", "master1");
   EXPECT_EQ(run.status, 0) << run.out;
 }
