@@ -102,7 +102,8 @@ CommandResult FakeTransport::AnswerOne(const std::string& node, Command command)
     verification.timeout = command.timeout;
     verification.script = std::move(verify);
     command.script = std::move(probe);
-    // The probe's environment is copied only when the verification runs.
+    // One copy of the environment, for the verification; the probe takes
+    // the command's own.
     std::map<std::string, std::string> env = command.env;
     CommandResult probed = AnswerScript(node, std::move(command));
     if (probed.exit_status != 0) {

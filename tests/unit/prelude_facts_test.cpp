@@ -85,6 +85,11 @@ class PreludeFactsTest : public ::testing::Test {
     std::filesystem::remove(h_.dir() / "calls");
     return h_.Script(script, "gpu.driver", node);
   }
+  // `probe` as a batch runs it: a subshell of the shell that gathered the
+  // (debian) facts.
+  testing::StepRun RunInBatch(const std::string& probe) {
+    return Run("gpuctl_gather_facts debian\n(\n" + probe + "\n)");
+  }
   [[nodiscard]] std::string Calls() const { return Slurp(h_.dir() / "calls"); }
   StepHarness h_{kFactsInventory};
 };
@@ -108,8 +113,7 @@ constexpr const char* kPackageAnswers =
     "old-tool is not installed (only its configuration files remain)\ndriver-state-ok\n";
 
 TEST_F(PreludeFactsTest, PackagesComeFromOneQueryInABatch) {
-  // Each probe of a batch is a subshell of the shell that gathered.
-  const auto run = Run(std::string("gpuctl_gather_facts debian\n(\n") + kPackageChecks + ")");
+  const auto run = RunInBatch(kPackageChecks);
   EXPECT_EQ(run.status, 0) << run.out;
   EXPECT_EQ(run.out, kPackageAnswers);
   EXPECT_EQ(Calls(), "gather\nshow\n");
@@ -282,7 +286,7 @@ constexpr const char* kGpuIbChecks =
 
 TEST_F(PreludeGpuIbFactsTest, OneNvidiaSmiAndOneIbstatServeABatch) {
   // Every answer is what nvidia-smi would print for those fields.
-  const auto run = Run(std::string("gpuctl_gather_facts debian\n(\n") + kGpuIbChecks + ")");
+  const auto run = RunInBatch(kGpuIbChecks);
   EXPECT_EQ(run.status, 0) << run.out;
   EXPECT_EQ(run.out,
             "550.127.05\n550.127.05\n"
@@ -306,9 +310,7 @@ TEST_F(PreludeGpuIbFactsTest, ADriverThatDoesNotAnswerIsAskedAgainAndItsWordsKep
   // The gather's query fails: no facts, and the probe's own query reports
   // nvidia-smi's message and status as before.
   std::ofstream(h_.dir() / "no-driver") << "";
-  const auto run =
-      Run("gpuctl_gather_facts debian\n(\nout=$(gpu_query driver_version 2>&1); echo \"rc=$? "
-          "$out\"\n)");
+  const auto run = RunInBatch("out=$(gpu_query driver_version 2>&1); echo \"rc=$? $out\"");
   EXPECT_EQ(run.out,
             "rc=9 NVIDIA-SMI has failed because it could not communicate with the NVIDIA "
             "driver.\n");
