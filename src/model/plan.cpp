@@ -29,12 +29,11 @@ constexpr std::array<std::pair<ItemState, const char*>, 11> kStateNames{{
 }};
 
 // Steps that apply to `node`, ordered so each comes after its same-node
-// dependencies; among independent steps, catalog order wins (a stable
-// topological sort), which keeps plans identical from run to run. One
-// exception: a step that reboots the node yields to a ready step other nodes
-// wait for, so they do not wait through the reboot (the subnet manager's
-// OpenSM starts before its node's driver reboot, and every other IB node's
-// OFED goes on meanwhile).
+// dependencies (and those `on:` a role the node has); among independent steps, catalog order wins
+// (a stable topological sort), which keeps plans identical from run to run. One exception: a step
+// that reboots the node yields to a ready step other nodes wait for, so they do not wait through
+// the reboot (the subnet manager's OpenSM starts before its node's driver reboot, and every other
+// IB node's OFED goes on meanwhile).
 //
 // The order depends on a node only through which steps apply to it and
 // which `unless` conditions hold there, so nodes alike (thousands of
@@ -69,6 +68,9 @@ class StepOrders {
         if (d.unless) {
           shape += ConditionHolds(*d.unless, node, inventory_) ? 'u' : '-';
         }
+        if (d.on_role) {
+          shape += OtherNodes(d, node) ? 'o' : 's';
+        }
       }
     }
     auto [it, fresh] = orders_.try_emplace(std::move(shape));
@@ -79,6 +81,15 @@ class StepOrders {
   }
 
  private:
+  // A dependency `on:` a role this node lacks waits for other nodes only;
+  // the scheduler orders it. On a node with that role (the master's own
+  // os.time-sync waits for the master's os.firewall) it is also a
+  // same-node dependency: the node's walker goes through its items in this
+  // order, and would otherwise wait on an item it has yet to reach.
+  static bool OtherNodes(const StepDependency& d, const Node& node) {
+    return d.on_role.has_value() && !node.Has(*d.on_role);
+  }
+
   std::vector<const Step*> Sort(const Node& node, std::vector<const Step*> applicable) const {
     std::vector<const Step*> ordered;
     std::vector<bool> placed(applicable.size(), false);
@@ -94,7 +105,7 @@ class StepOrders {
       return !placed[i] &&
              std::all_of(applicable[i]->depends.begin(), applicable[i]->depends.end(),
                          [&](const StepDependency& d) {
-                           return d.on_role.has_value() || is_placed(d.step) ||
+                           return OtherNodes(d, node) || is_placed(d.step) ||
                                   (d.unless && ConditionHolds(*d.unless, node, inventory_));
                          });
     };

@@ -122,6 +122,37 @@ TEST_F(PlanTest, OrdersEachNodeByDependenciesThenCatalogOrder) {
             (std::vector<std::string>{"gpu.nouveau", "gpu.driver", "os.sysctl", "k8s.join"}));
 }
 
+// os.time-sync runs everywhere and waits for the master's os.firewall,
+// which comes later in the catalog. On the master that dependency is its
+// own: the master's walker goes through its items in plan order, so the
+// firewall must come first there, or the walker waits on an item it has yet
+// to reach (apply hung on a master whose firewall needed a change).
+TEST(PlanOrderTest, ADependencyOnARoleTheNodeHasOrdersItLikeASameNodeOne) {
+  const Inventory inventory =
+      MakeInventory({MakeNode("master1", Role::kMaster), MakeNode("worker1", Role::kWorker)});
+  const Catalog catalog = Catalog::FromSteps({
+      MakeStep("os.time-sync", {Role::kMaster, Role::kWorker},
+               {OnRole("os.firewall", Role::kMaster)}),
+      MakeStep("os.firewall", {Role::kMaster, Role::kWorker}),
+  });
+  const Plan plan = Plan::Build(inventory, catalog);
+  const auto order = [&](const std::string& node) {
+    std::vector<std::string> steps;
+    for (auto id : plan.ItemsOf(node)) {
+      steps.push_back(plan.items()[id].step);
+    }
+    return steps;
+  };
+  EXPECT_EQ(order("master1"), (std::vector<std::string>{"os.firewall", "os.time-sync"}));
+  // A worker waits for the master's item, not its own: catalog order stays.
+  EXPECT_EQ(order("worker1"), (std::vector<std::string>{"os.time-sync", "os.firewall"}));
+  const PlanItem* sync = plan.Find("master1", "os.time-sync");
+  const PlanItem* firewall = plan.Find("master1", "os.firewall");
+  ASSERT_NE(sync, nullptr);
+  ASSERT_NE(firewall, nullptr);
+  EXPECT_EQ(sync->after, (std::vector<std::size_t>{firewall->id}));
+}
+
 TEST_F(PlanTest, CrossNodeDependencyPointsAtEveryHolderOfTheRole) {
   const Plan plan = Plan::Build(inventory, catalog);
   const PlanItem* join = plan.Find("worker2", "k8s.join");
