@@ -65,6 +65,7 @@ Journal::Journal(const std::string& run_dir) {
     throw std::runtime_error("cannot write the journal in " + run_dir);
   }
   buffer_.reserve(kBufferBytes + 4096);
+  writing_.reserve(kBufferBytes + 4096);
 }
 
 Journal::~Journal() { Flush(); }
@@ -72,22 +73,44 @@ Journal::~Journal() { Flush(); }
 void Journal::Write(JsonLine& line, bool flush) {
   std::string text = line.Take();
   text += '\n';
-  std::lock_guard lock(mutex_);
-  buffer_ += text;
-  if (flush || buffer_.size() >= kBufferBytes) {
-    WriteBufferLocked();
+  std::uint64_t end = 0;
+  bool full = false;
+  {
+    std::lock_guard lock(buffer_mutex_);
+    buffer_ += text;
+    appended_ += text.size();
+    end = appended_;
+    full = buffer_.size() >= kBufferBytes;
+  }
+  if (flush || full) {
+    WriteUpTo(end);
   }
 }
 
-void Journal::WriteBufferLocked() {
-  out_.write(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));
+void Journal::WriteUpTo(std::uint64_t end) {
+  std::lock_guard file(file_mutex_);
+  if (written_ >= end) {
+    return;
+  }
+  std::uint64_t taken = 0;
+  {
+    std::lock_guard lock(buffer_mutex_);
+    writing_.swap(buffer_);
+    taken = appended_;
+  }
+  out_.write(writing_.data(), static_cast<std::streamsize>(writing_.size()));
   out_.flush();
-  buffer_.clear();
+  written_ = taken;
+  writing_.clear();
 }
 
 void Journal::Flush() {
-  std::lock_guard lock(mutex_);
-  WriteBufferLocked();
+  std::uint64_t end = 0;
+  {
+    std::lock_guard lock(buffer_mutex_);
+    end = appended_;
+  }
+  WriteUpTo(end);
 }
 
 void Journal::RunStarted(const std::string& command, const std::string& target) {

@@ -152,10 +152,10 @@ std::string BuildBatchScript(const std::string& prelude, const std::vector<Batch
     for (const auto& [name, value] : entry.env) {
       script += EnvAssignment(name, value);
     }
+    // Always a newline of its own, so that ParseBatchScript gives back the
+    // script exactly (a probe written as a YAML block ends with one).
     script += entry.script;
-    if (!entry.script.empty() && entry.script.back() != '\n') {
-      script += '\n';
-    }
+    script += '\n';
     // ) </dev/null\ngpuctl_rc=$?\nprintf '\n@@<nonce> <id> end %s\n' "$gpuctl_rc"; printf ... >&2
     script += ") </dev/null\ngpuctl_rc=$?\n";
     marker(" end %s\\n' \"$gpuctl_rc\"; ");
@@ -208,30 +208,65 @@ bool ReadQuoted(const std::string& text, std::size_t& pos, std::string& value) {
   return true;
 }
 
-}  // namespace
-
-bool ParseBatchScript(const std::string& script, std::string& nonce,
-                      std::vector<BatchEntry>& entries) {
+// The next entry's begin marker from `pos` on: sets `nonce` and `id` and
+// returns where the id ends; npos when there is none. `bad`: a marker whose
+// id is not digits, as BuildBatchScript prints it, so the script is not one
+// of its batches (and must not throw out of the fake transport).
+std::size_t NextEntry(const std::string& script, std::size_t pos, std::string& nonce,
+                      std::size_t& id, bool& bad) {
   static const std::string kBegin = "printf '\\n@@";
-  entries.clear();
-  std::size_t pos = script.find(kBegin);
+  bad = false;
+  pos = script.find(kBegin, pos);
   while (pos != std::string::npos) {
     pos += kBegin.size();
     const std::size_t quote = script.find('\'', pos);
-    if (std::string_view(script).substr(pos, quote - pos).find(" begin") == std::string::npos) {
-      pos = script.find(kBegin, pos);  // an end marker's printf
-      continue;
+    if (std::string_view(script).substr(pos, quote - pos).find(" begin") != std::string::npos) {
+      break;
     }
-    const std::size_t space = script.find(' ', pos);
-    nonce = script.substr(pos, space - pos);
-    BatchEntry entry;
-    // Digits, as BuildBatchScript prints the id; anything else is not one
-    // of its batches (and must not throw out of the fake transport).
-    const char* id_begin = script.data() + space + 1;
-    const auto [id_end, ec] = std::from_chars(id_begin, script.data() + script.size(), entry.id);
-    if (ec != std::errc() || id_end == id_begin) {
+    pos = script.find(kBegin, pos);  // an end marker's printf
+  }
+  if (pos == std::string::npos) {
+    return pos;
+  }
+  const std::size_t space = script.find(' ', pos);
+  nonce.assign(script, pos, space - pos);
+  const char* id_begin = script.data() + space + 1;
+  const auto [id_end, ec] = std::from_chars(id_begin, script.data() + script.size(), id);
+  if (ec != std::errc() || id_end == id_begin) {
+    bad = true;
+    return std::string::npos;
+  }
+  return static_cast<std::size_t>(id_end - script.data());
+}
+
+// What follows an entry's script in its batch.
+const std::string kEntryEnd = ") </dev/null\ngpuctl_rc=$?\n";
+
+}  // namespace
+
+bool BatchEntryIds(const std::string& script, std::string& nonce, std::vector<std::size_t>& ids) {
+  ids.clear();
+  bool bad = false;
+  std::size_t id = 0;
+  std::size_t pos = NextEntry(script, 0, nonce, id, bad);
+  while (pos != std::string::npos) {
+    ids.push_back(id);
+    const std::size_t end = script.find(kEntryEnd, pos);
+    if (end == std::string::npos) {
       return false;
     }
+    pos = NextEntry(script, end, nonce, id, bad);
+  }
+  return !bad && !ids.empty();
+}
+
+bool ParseBatchScript(const std::string& script, std::string& nonce,
+                      std::vector<BatchEntry>& entries) {
+  entries.clear();
+  bool bad = false;
+  BatchEntry entry;
+  std::size_t space = NextEntry(script, 0, nonce, entry.id, bad);
+  while (space != std::string::npos) {
     std::size_t body = script.find("\n(\n", space);
     if (body == std::string::npos) {
       return false;
@@ -266,8 +301,7 @@ bool ParseBatchScript(const std::string& script, std::string& nonce,
       entry.env.insert_or_assign(name, std::move(value));
       body = value_pos + 1;
     }
-    static const std::string kEnd = ") </dev/null\ngpuctl_rc=$?\n";
-    const std::size_t end = script.find(kEnd, body);
+    const std::size_t end = script.find(kEntryEnd, body);
     if (end == std::string::npos) {
       return false;
     }
@@ -276,7 +310,11 @@ bool ParseBatchScript(const std::string& script, std::string& nonce,
       entry.script.pop_back();
     }
     entries.push_back(std::move(entry));
-    pos = script.find(kBegin, end);
+    entry = BatchEntry();
+    space = NextEntry(script, end, nonce, entry.id, bad);
+  }
+  if (bad) {
+    return false;
   }
   return !entries.empty();
 }

@@ -1,6 +1,7 @@
 #include "gpuctl/run/prober.h"
 
 #include <algorithm>
+#include <functional>
 
 #include <fmt/format.h>
 
@@ -139,7 +140,12 @@ bool ParseVerdictScript(const std::string& script, std::string& probe, std::stri
       script.compare(script.size() - end_size, end_text.size(), end_text) != 0) {
     return false;
   }
-  const auto mid = script.find(middle);
+  // The middle starts with a newline, which a plain find would try at every
+  // line of the probe; a searcher made once skips by the middle's length.
+  static const std::boyer_moore_horspool_searcher searcher(middle.begin(), middle.end());
+  const auto found = std::search(script.begin(), script.end(), searcher);
+  const auto mid =
+      found == script.end() ? std::string::npos : static_cast<std::size_t>(found - script.begin());
   if (mid == std::string::npos) {
     return false;
   }

@@ -35,6 +35,11 @@ void FakeTransport::AddHandler(Handler handler) {
   handlers_ = std::move(handlers);
 }
 
+void FakeTransport::SetBatchHandler(Handler handler) {
+  std::lock_guard lock(mutex_);
+  batch_handler_ = std::make_shared<const Handler>(std::move(handler));
+}
+
 void FakeTransport::When(const std::string& node, const std::string& needle, int exit_status,
                          const std::string& out) {
   AddHandler([=](const std::string& n, const Command& c) -> std::optional<CommandResult> {
@@ -75,6 +80,21 @@ int FakeTransport::Boot(const std::string& node) const {
 }
 
 CommandResult FakeTransport::Answer(const std::string& node, const Command& command) {
+  std::shared_ptr<const Handler> batch_handler;
+  {
+    // Not where a reboot is owed: the entries' pending-reboot checks
+    // (prober.h) are answered from what this transport keeps.
+    std::lock_guard lock(mutex_);
+    const auto owed = pending_reboot_.find(node);
+    if (owed == pending_reboot_.end() || owed->second.empty()) {
+      batch_handler = batch_handler_;
+    }
+  }
+  if (batch_handler) {
+    if (auto whole = (*batch_handler)(node, command)) {
+      return *whole;
+    }
+  }
   // A batch is answered entry by entry, as a node's shell runs each entry in
   // its own subshell: tests see (and script) individual probes either way.
   std::string nonce;

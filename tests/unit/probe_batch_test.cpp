@@ -167,7 +167,7 @@ TEST(ProbeBatch, TheScriptIsTheSameTextAsEver) {
             ") </dev/null\ngpuctl_rc=$?\n"
             "printf '\\n@@nZ 3 end %s\\n' \"$gpuctl_rc\"; printf '\\n@@nZ 3 end\\n' >&2\n"
             "printf '\\n@@nZ 8 begin\\n'; printf '\\n@@nZ 8 begin\\n' >&2\n(\n"
-            "probe b\n"
+            "probe b\n\n"
             ") </dev/null\ngpuctl_rc=$?\n"
             "printf '\\n@@nZ 8 end %s\\n' \"$gpuctl_rc\"; printf '\\n@@nZ 8 end\\n' >&2\n");
 }
@@ -183,17 +183,30 @@ namespace {
 TEST(ProbeBatch, ParsesBackWhatItBuilt) {
   const std::vector<BatchEntry> entries{
       {3, "probe a\nline two", {{"GPUCTL_A", "x'y\nz"}, {"GPUCTL_OS_FAMILY", "debian"}}},
-      {8, "probe b", {}}};
+      {8, "probe b\n", {}},  // a YAML block's script ends with a newline
+      {9, "", {}}};
   std::string nonce;
   std::vector<BatchEntry> parsed;
-  ASSERT_TRUE(ParseBatchScript(BuildBatchScript("prelude() { :; }", entries, "nX"), nonce, parsed));
+  const std::string script = BuildBatchScript("prelude() { :; }", entries, "nX");
+  ASSERT_TRUE(ParseBatchScript(script, nonce, parsed));
   EXPECT_EQ(nonce, "nX");
-  ASSERT_EQ(parsed.size(), 2U);
+  ASSERT_EQ(parsed.size(), 3U);
   EXPECT_EQ(parsed[0].id, 3U);
-  EXPECT_EQ(parsed[0].script, "probe a\nline two");
   EXPECT_EQ(parsed[0].env, entries[0].env);
-  EXPECT_EQ(parsed[1].script, "probe b");
+  // Each script comes back exactly, so a fake node can tell it by its text.
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    EXPECT_EQ(parsed[i].script, entries[i].script) << "entry " << i;
+  }
   EXPECT_FALSE(ParseBatchScript("echo not a batch", nonce, parsed));
+
+  // The ids alone, without the scripts.
+  std::vector<std::size_t> ids;
+  nonce.clear();
+  ASSERT_TRUE(BatchEntryIds(script, nonce, ids));
+  EXPECT_EQ(nonce, "nX");
+  EXPECT_EQ(ids, (std::vector<std::size_t>{3, 8, 9}));
+  EXPECT_FALSE(BatchEntryIds("echo not a batch", nonce, ids));
+  EXPECT_FALSE(BatchEntryIds("printf '\\n@@nX x begin\\n'", nonce, ids)) << "an id is digits";
 }
 
 TEST(ProbeBatch, AValueTooLongToExportIsAShellVariableAndProgramsStillStart) {

@@ -4,6 +4,7 @@
 // change, node failures. Values are already redacted by the time they arrive.
 #pragma once
 
+#include <cstdint>
 #include <fstream>
 #include <mutex>
 #include <string>
@@ -46,10 +47,23 @@ class Journal : public Reporter {
   // `flush`: the line must be on disk before the run goes on. Takes the
   // line's text (the line is spent).
   void Write(JsonLine& line, bool flush = false);
-  void WriteBufferLocked();
-  std::mutex mutex_;
+  // Hands the file every line buffered so far, unless a writer before this
+  // one already took the line that ends at byte `end` of the journal.
+  void WriteUpTo(std::uint64_t end);
+  // Two locks, so that adding a line never waits for the file: lines go
+  // into `buffer_` in order under buffer_mutex_; one writer at a time,
+  // under file_mutex_, swaps the buffer out and writes it. Writers are
+  // served in turn, so the file keeps the lines' order, and a flushing
+  // writer whose line a writer before it took returns without a system
+  // call (a walker whose change must be on disk first, among 64, often
+  // finds that done by the time it holds the file).
+  std::mutex buffer_mutex_;
+  std::string buffer_;          // lines not yet taken by a writer
+  std::uint64_t appended_ = 0;  // bytes ever put in buffer_
+  std::mutex file_mutex_;
   std::ofstream out_;
-  std::string buffer_;  // lines not yet handed to out_
+  std::string writing_;        // the taken lines (kept for its capacity)
+  std::uint64_t written_ = 0;  // bytes ever handed to out_
 };
 
 // Steps a previous run started and never finished (it was killed, or lost the

@@ -52,6 +52,11 @@ std::map<std::size_t, CommandResult> SplitBatchOutput(const std::string& out,
 bool ParseBatchScript(const std::string& script, std::string& nonce,
                       std::vector<BatchEntry>& entries);
 
+// The ids (and nonce) of a batch's entries, without taking their scripts
+// and environments apart: for fake nodes that know each id's step (the
+// scale benchmark). Returns false if `script` is not a batch.
+bool BatchEntryIds(const std::string& script, std::string& nonce, std::vector<std::size_t>& ids);
+
 // Wraps one entry's result in the batch's markers, as the node's shell would
 // print them (for the fake transport).
 void AppendBatchResult(const std::string& nonce, std::size_t id, const CommandResult& result,
