@@ -160,13 +160,21 @@ void Executor::Run() {
   // Slots (not threads) bound the real work: a walker at work holds one or
   // queues for one. A walker that waits for anything else no longer counts
   // as at work, and another is started (or woken) in its place while nodes
-  // are left, so every node is reached however they wait on each other.
+  // are left, so every node is reached however they wait on each other. A
+  // node whose next item waits for another item is parked instead (the
+  // scheduler hands it back): its walker takes another node.
   std::vector<std::jthread> walkers;
   std::unique_lock lock(pool_mutex_);
-  to_walk_ = context_.HealthyNodes();
+  for (const Node* node : context_.HealthyNodes()) {
+    NodeWalk walk;
+    walk.node = node;
+    walks_.push_back(std::move(walk));
+  }
   next_node_ = 0;
-  while (next_node_ < to_walk_.size()) {
-    if (at_work_ >= at_work_target_) {
+  finished_ = 0;
+  while (finished_ < walks_.size()) {
+    const bool work = next_node_ < walks_.size() || !resumed_.empty();
+    if (at_work_ >= at_work_target_ || !work) {
       at_work_changed_.wait(lock);
       continue;
     }
@@ -178,7 +186,7 @@ void Executor::Run() {
       walkers.emplace_back([this] { Walker(); });
     }
   }
-  // Every node has its walker: idle ones leave, the others finish.
+  // Every node was walked to its end: idle walkers leave.
   idle_woken_.notify_all();
   lock.unlock();
   walkers.clear();  // joins
@@ -187,38 +195,50 @@ void Executor::Run() {
 void Executor::Walker() {
   std::unique_lock lock(pool_mutex_);
   bool counted = true;  // Run counted this walker at work
-  while (next_node_ < to_walk_.size()) {
+  for (;;) {
     if (!counted) {
-      idle_woken_.wait(lock, [&] { return wake_ > 0 || next_node_ == to_walk_.size(); });
+      idle_woken_.wait(lock, [&] { return wake_ > 0 || finished_ == walks_.size(); });
       if (wake_ == 0) {
-        break;  // nothing left to start
+        break;  // every node walked
       }
       --wake_;
       --idle_;
       counted = true;
       continue;
     }
-    if (at_work_ > at_work_target_) {
-      // More at work than there are slots (a wait ended): this one rests
-      // until Run needs it, rather than a thread started for every wait.
+    // More at work than there are slots (a wait ended), or nothing to walk
+    // now (the nodes left are parked): this one rests until Run needs it,
+    // rather than a thread started for every wait.
+    const bool work = next_node_ < walks_.size() || !resumed_.empty();
+    if (at_work_ > at_work_target_ || !work) {
       --at_work_;
       ++idle_;
       counted = false;
+      at_work_changed_.notify_one();
       continue;
     }
-    const Node* node = to_walk_[next_node_++];
-    if (next_node_ == to_walk_.size()) {
-      at_work_changed_.notify_one();  // Run stops starting walkers
+    // A node handed back first: it started long ago, and may hold others up.
+    NodeWalk* walk = nullptr;
+    if (!resumed_.empty()) {
+      walk = resumed_.front();
+      resumed_.pop_front();
+    } else {
+      walk = &walks_[next_node_++];
     }
     lock.unlock();
-    WalkNode(*node);
+    const bool finished = WalkNode(*walk);
     lock.lock();
+    if (finished && ++finished_ == walks_.size()) {
+      at_work_changed_.notify_one();  // Run stops, and sends idle walkers home
+    }
   }
-  if (counted) {
-    --at_work_;
-  } else {
-    --idle_;
-  }
+  --idle_;
+}
+
+void Executor::Resume(NodeWalk& walk) {
+  std::lock_guard lock(pool_mutex_);
+  resumed_.push_back(&walk);
+  at_work_changed_.notify_one();
 }
 
 void Executor::WalkerWaits(bool waiting) {
@@ -237,7 +257,8 @@ void Executor::WalkerWaits(bool waiting) {
   }
 }
 
-void Executor::WalkNode(const Node& node) {
+bool Executor::WalkNode(NodeWalk& walk) {
+  const Node& node = *walk.node;
   // The walker keeps a slot from one ready item of its node to the next:
   // a node is worked on at once, not queued again after each step (with a
   // walker per node, that queue cost apply a context switch per item).
@@ -253,14 +274,14 @@ void Executor::WalkNode(const Node& node) {
     }
     ~SlotRelease() { Now(); }
   } slot{scheduler_, holds_slot};
-  bool reboot_pending = false;
-  bool drained = false;  // this walker took the node out of service
-  // The item whose reach (on the node the drain runs on) is held until the
-  // node is back in service.
-  std::size_t drain_reach = 0;
-  bool unsettled = false;  // a reboot did not end verified (failed, or the run stopped)
-  std::vector<std::size_t> awaiting_verify;  // changed, verified after the reboot
-  for (const std::size_t id : context_.plan.ItemsOf(node.name)) {
+  bool& reboot_pending = walk.reboot_pending;
+  bool& drained = walk.drained;
+  std::size_t& drain_reach = walk.drain_reach;
+  bool& unsettled = walk.unsettled;
+  std::vector<std::size_t>& awaiting_verify = walk.awaiting_verify;
+  const std::vector<std::size_t>& ids = context_.plan.ItemsOf(node.name);
+  for (; walk.next < ids.size(); ++walk.next) {
+    const std::size_t id = ids[walk.next];
     PlanItem& item = context_.plan.items()[id];
     if (IsDone(item.state) || IsDead(item.state)) {
       continue;
@@ -282,7 +303,13 @@ void Executor::WalkNode(const Node& node) {
         !ReturnToService(node, drain_reach, drained)) {
       break;
     }
-    if (!WaitToStart(node, item, holds_slot)) {
+    const std::vector<std::string> reached = ReachedNodes(node, item);
+    // Parked, the node comes back here (walk.next) once what it waits for
+    // settled: the steps above find nothing left to do then.
+    if (scheduler_.Park(id, reached, holds_slot, [this, &walk] { Resume(walk); })) {
+      return false;
+    }
+    if (!WaitToStart(item, reached, holds_slot)) {
       continue;  // blocked; later items may still depend only on done ones
     }
     if (!drained && Disrupts(node, item)) {
@@ -346,6 +373,7 @@ void Executor::WalkNode(const Node& node) {
     }
   }
   scheduler_.Settle(blocked, Progress::kDead);
+  return true;
 }
 
 std::vector<std::string> Executor::ReachedNodes(const Node& node, const PlanItem& item) const {
@@ -380,8 +408,9 @@ std::vector<std::string> Executor::ReachedNodes(const Node& node, const PlanItem
   return {reached.begin(), reached.end()};
 }
 
-bool Executor::WaitToStart(const Node& node, PlanItem& item, bool& holds_slot) {
-  const Admission admission = scheduler_.WaitToStart(item.id, ReachedNodes(node, item), holds_slot);
+bool Executor::WaitToStart(PlanItem& item, const std::vector<std::string>& reached,
+                           bool& holds_slot) {
+  const Admission admission = scheduler_.WaitToStart(item.id, reached, holds_slot);
   const auto blocker = [&]() -> const PlanItem& {
     return context_.plan.items()[admission.blocker];
   };
@@ -663,7 +692,7 @@ bool Executor::TakeOutOfService(const Node& node, PlanItem& item, bool& holds_sl
   }
   // Admitted again, so the node the drain runs on is up and stays up until
   // the resume (a node it reaches may have gone down meanwhile).
-  if (!WaitToStart(node, item, holds_slot)) {
+  if (!WaitToStart(item, ReachedNodes(node, item), holds_slot)) {
     scheduler_.LeaveOutOfService(node.name);
     return false;
   }

@@ -95,6 +95,17 @@ void Scheduler::WakeItem(std::size_t item) {
   for (auto it = first; it != last; ++it) {
     it->second->woken.notify_one();
   }
+  const auto [parked_first, parked_last] = parked_.equal_range(item);
+  ResumeParked(parked_first, parked_last);
+}
+
+void Scheduler::ResumeParked(std::multimap<std::size_t, std::function<void()>>::iterator first,
+                             std::multimap<std::size_t, std::function<void()>>::iterator last) {
+  while (first != last) {
+    first->second();
+    first = parked_.erase(first);
+    --waiting_;
+  }
 }
 
 void Scheduler::WakeNode(const std::string& node) {
@@ -108,6 +119,7 @@ void Scheduler::WakeAll() {
   for (Waiter* w : held_) {
     w->woken.notify_one();
   }
+  ResumeParked(parked_.begin(), parked_.end());
 }
 
 template <typename Predicate>
@@ -240,6 +252,24 @@ Admission Scheduler::WaitToStart(std::size_t item, const std::vector<std::string
     reaching_[item] = reached;
   }
   return admission;
+}
+
+bool Scheduler::Park(std::size_t item, const std::vector<std::string>& reached, bool& holds_slot,
+                     std::function<void()> resume) {
+  std::lock_guard lock(mutex_);
+  Admission admission;
+  Waiter waiter;
+  if (Decided(item, reached, admission, waiter) || !waiter.item) {
+    return false;
+  }
+  if (holds_slot) {
+    ReturnSlotLocked();
+    holds_slot = false;
+  }
+  parked_.emplace(*waiter.item, std::move(resume));
+  ++waiting_;
+  waiting_changed_.notify_all();
+  return true;
 }
 
 void Scheduler::ReleaseReach(std::size_t item) {
@@ -419,6 +449,15 @@ void Scheduler::NodeFailed(const std::string& node) {
   for (const auto& [item, w] : on_item_) {
     if (items_[item].node == node) {
       w->woken.notify_one();
+    }
+  }
+  for (auto it = parked_.begin(); it != parked_.end();) {
+    if (items_[it->first].node == node) {
+      auto next = std::next(it);
+      ResumeParked(it, next);
+      it = next;
+    } else {
+      ++it;
     }
   }
 }

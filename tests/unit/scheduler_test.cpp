@@ -291,6 +291,65 @@ TEST(Scheduler, StopEndsAnItemsWaitForItsDependencies) {
   EXPECT_TRUE(waited);
 }
 
+// Park: a node whose next item waits for another item gives its walker
+// back, and is called back once when that wait may be over.
+TEST(Scheduler, AParkedItemIsCalledBackOnceWhenWhatItWaitsForSettles) {
+  Scheduler scheduler(Limits(1), TwoNodes(), {});
+  ASSERT_TRUE(scheduler.TakeSlot());
+  bool holds_slot = true;
+  int resumed = 0;
+  ASSERT_TRUE(scheduler.Park(kB1, {"a"}, holds_slot, [&] { ++resumed; }));
+  EXPECT_FALSE(holds_slot) << "a parked node holds no slot";
+  EXPECT_TRUE(scheduler.AwaitWaiting(1, std::chrono::seconds(0))) << "it counts as waiting";
+  ASSERT_TRUE(scheduler.TakeSlot()) << "the only slot was given back";
+  scheduler.ReturnSlot();
+  scheduler.Settle(1, Progress::kDone);  // b0: not what b1 waits for
+  EXPECT_EQ(resumed, 0);
+  scheduler.Settle(kA0, Progress::kDone);
+  EXPECT_EQ(resumed, 1);
+  scheduler.Settle(kA0, Progress::kDone);
+  EXPECT_EQ(resumed, 1) << "called back once";
+  // Asked again, it is decided: nothing is parked, and it starts.
+  bool none = false;
+  EXPECT_FALSE(scheduler.Park(kB1, {"a"}, none, [&] { ++resumed; }));
+  EXPECT_EQ(scheduler.WaitToStart(kB1, {"a"}).verdict, Verdict::kGo);
+}
+
+TEST(Scheduler, NothingIsParkedForAnItemThatIsDecidedOrWaitsForADownNode) {
+  Scheduler scheduler(Limits(), TwoNodes(), {});
+  bool holds_slot = false;
+  int resumed = 0;
+  EXPECT_FALSE(scheduler.Park(kA0, {}, holds_slot, [&] { ++resumed; })) << "free to start";
+  scheduler.Settle(kA0, Progress::kDead);
+  EXPECT_FALSE(scheduler.Park(kB1, {"a"}, holds_slot, [&] { ++resumed; })) << "blocked";
+  EXPECT_EQ(scheduler.WaitToStart(kB1, {"a"}).verdict, Verdict::kDeadItem);
+  // A reboot's wait is not parked: the walker waits it out (WaitToStart).
+  Scheduler rebooting(Limits(), TwoNodes(), {});
+  rebooting.Settle(kA0, Progress::kDone);
+  ASSERT_TRUE(rebooting.EnterRebootBatch("a"));
+  EXPECT_FALSE(rebooting.Park(kB1, {"a"}, holds_slot, [&] { ++resumed; }));
+  EXPECT_EQ(resumed, 0);
+}
+
+TEST(Scheduler, AParkedItemIsCalledBackWhenItsNodeFailsOrTheRunStops) {
+  Scheduler failing(Limits(), TwoNodes(), {});
+  bool holds_slot = false;
+  int resumed = 0;
+  ASSERT_TRUE(failing.Park(kB1, {"a"}, holds_slot, [&] { ++resumed; }));
+  failing.NodeFailed("b");  // not the node b1 waits on
+  EXPECT_EQ(resumed, 0);
+  failing.NodeFailed("a");
+  EXPECT_EQ(resumed, 1);
+  EXPECT_EQ(failing.WaitToStart(kB1, {"a"}).verdict, Verdict::kFailedNode);
+
+  Scheduler stopping(Limits(), TwoNodes(), {});
+  ASSERT_TRUE(stopping.Park(kB1, {"a"}, holds_slot, [&] { ++resumed; }));
+  ASSERT_TRUE(stopping.Park(kA1, {}, holds_slot, [&] { ++resumed; }));
+  stopping.StopAll();
+  EXPECT_EQ(resumed, 3);
+  EXPECT_EQ(stopping.WaitToStart(kA1, {}).verdict, Verdict::kStopped);
+}
+
 TEST(Scheduler, FailFastStopsNewWorkAfterTheFirstFailedNode) {
   SchedulerLimits limits = Limits();
   limits.fail_fast = true;

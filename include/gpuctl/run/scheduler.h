@@ -96,6 +96,16 @@ class Scheduler {
   Admission WaitToStart(std::size_t item, const std::vector<std::string>& reached,
                         bool& holds_slot);
   void ReleaseReach(std::size_t item);
+  // Instead of WaitToStart's wait, when `item` would now wait for another
+  // item (not for a down node, a slot or a stop): keeps `resume`, gives back
+  // the walker's slot (`holds_slot`) and returns true. `resume` is called
+  // once, under the scheduler's lock, when that wait may be over (the item
+  // settles, its node fails, the run stops): it must only hand the node
+  // back to a walker, which asks again. The walker meanwhile takes another
+  // node rather than hold a thread for this one: 10,000 workers wait for the
+  // master's kubeadm init. False: nothing kept; call WaitToStart.
+  bool Park(std::size_t item, const std::vector<std::string>& reached, bool& holds_slot,
+            std::function<void()> resume);
 
   // A concurrency slot: a node being worked on. A walker keeps its slot
   // while its node's next item can start at once, and gives it back to
@@ -155,6 +165,9 @@ class Scheduler {
   void WakeItem(std::size_t item);
   void WakeNode(const std::string& node);
   void WakeAll();
+  // Calls back (and forgets) the parked nodes in [first, last) of parked_.
+  void ResumeParked(std::multimap<std::size_t, std::function<void()>>::iterator first,
+                    std::multimap<std::size_t, std::function<void()>>::iterator last);
   void ReturnSlotLocked();
   // Under the lock: true once waiting for `item` is over, with `admission`
   // saying how it ended; false while it must go on waiting, with `waiter`
@@ -197,6 +210,8 @@ class Scheduler {
   std::set<std::string> out_of_service_;
   std::size_t max_out_of_service_ = 0;
   std::unordered_set<Waiter*> held_;  // every held waiter, for a stop
+  // Parked nodes (Park), by the item each waits for: called back, not woken.
+  std::multimap<std::size_t, std::function<void()>> parked_;
   // A signal handler sets limits_.interrupted and cannot notify: this
   // thread looks at the flag a few times a second and wakes every waiter.
   std::condition_variable watch_changed_;
