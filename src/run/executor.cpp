@@ -377,9 +377,17 @@ bool Executor::WalkNode(NodeWalk& walk) {
 }
 
 std::vector<std::string> Executor::ReachedNodes(const Node& node, const PlanItem& item) const {
-  std::set<std::string> reached;
+  // Most items reach no other node (their dependencies are on their own
+  // node): only the others' names are copied, then sorted once. A set built
+  // per item was a twentieth of a 10,000-node apply.
+  std::vector<std::string> reached;
+  const auto add = [&](const std::string& other) {
+    if (other != item.node) {
+      reached.push_back(other);
+    }
+  };
   for (const std::size_t dep : item.after) {
-    reached.insert(context_.plan.items()[dep].node);
+    add(context_.plan.items()[dep].node);
   }
   for (const StepInput& input : context_.catalog.Find(item.step)->inputs) {
     auto held = holders_.find(input.from);
@@ -387,7 +395,7 @@ std::vector<std::string> Executor::ReachedNodes(const Node& node, const PlanItem
       continue;
     }
     for (const Node* source : held->second) {
-      reached.insert(source->name);
+      add(source->name);
       if (!input.each) {
         break;  // read from the first node holding the role
       }
@@ -400,12 +408,13 @@ std::vector<std::string> Executor::ReachedNodes(const Node& node, const PlanItem
   if (options_.drain) {
     if (Disrupts(node, item)) {
       if (std::string holder = drainer_.RunsOn(node); !holder.empty()) {
-        reached.insert(std::move(holder));
+        add(holder);
       }
     }
   }
-  reached.erase(item.node);
-  return {reached.begin(), reached.end()};
+  std::sort(reached.begin(), reached.end());
+  reached.erase(std::unique(reached.begin(), reached.end()), reached.end());
+  return reached;
 }
 
 bool Executor::WaitToStart(PlanItem& item, const std::vector<std::string>& reached,
