@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <mutex>
 #include <set>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -214,6 +216,33 @@ TEST_F(ExecutorTest, ANodeWaitingOnOthersDoesNotHoldUpThoseNotYetStarted) {
   const auto order = nodes.order();
   EXPECT_LT(IndexOf(order, "worker1:k8s.join"), IndexOf(order, "master1:k8s.ready"));
   EXPECT_LT(IndexOf(order, "worker2:k8s.join"), IndexOf(order, "master1:k8s.ready"));
+}
+
+TEST_F(ExecutorTest, NodesWaitingForAnotherNodesItemHoldNoThread) {
+  // The master's init waits for every worker's sysctl, so all sixty
+  // workers reach k8s.join before it is done. Parked, they wait without a
+  // thread each: every change runs on one of the two walkers (a thread per
+  // waiting node made 9,300 threads of a 10,000-node apply).
+  steps[1] = MakeStep("k8s.init", {Role::kMaster},
+                      {SameNode("os.sysctl"), OnRole("os.sysctl", Role::kWorker)});
+  for (int i = 3; i <= 60; ++i) {
+    inventory.nodes.push_back(MakeNode(fmt::format("worker{}", i), Role::kWorker));
+  }
+  std::mutex mutex;
+  std::set<std::thread::id> changed_on;
+  transport.AddHandler([&](const std::string&, const Command& c) -> std::optional<CommandResult> {
+    if (c.script.rfind("apt change", 0) == 0 || c.script.rfind("dnf change", 0) == 0) {
+      std::lock_guard lock(mutex);
+      changed_on.insert(std::this_thread::get_id());
+    }
+    return std::nullopt;  // the nodes answer as ever
+  });
+  RunOptions run;
+  run.concurrency = 2;
+  const Plan plan = Apply({}, run);
+  EXPECT_EQ(plan.Summarize().applied, 2U + 2U * 60U);
+  EXPECT_TRUE(errors.empty());
+  EXPECT_LE(changed_on.size(), 2U) << "threads that ran a change";
 }
 
 TEST_F(ExecutorTest, EachChangeIsFollowedByItsVerification) {
