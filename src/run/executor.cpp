@@ -165,6 +165,8 @@ void Executor::Run() {
   // scheduler hands it back): its walker takes another node.
   std::vector<std::jthread> walkers;
   std::unique_lock lock(pool_mutex_);
+  walks_.clear();
+  resumed_.clear();
   for (const Node* node : context_.HealthyNodes()) {
     NodeWalk walk;
     walk.node = node;
