@@ -498,7 +498,7 @@ bool Executor::RunItem(const Node& node, PlanItem& item, bool& reboot_pending, b
     return false;
   }
   const CommandResult result =
-      runner.RunStep(node.name, item.step, Activity::kChange, *change, env);
+      runner.RunStep(node.name, item.step, Activity::kChange, *change, std::move(env));
   context_.inputs.SourceChanged(node.name);  // even a failed change may have done part
   if (result.exit_status != 0) {
     const std::string why = result.timed_out

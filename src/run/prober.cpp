@@ -212,7 +212,8 @@ ItemState Prober::Run(const Step& step, PlanItem& item, const std::string& scrip
   // may be waited for (the prelude's settle_tries). The batches of plan and
   // check report what is there now.
   env.insert_or_assign(std::string(kSettleVariable), "1");
-  return Record(item, runner_.RunStep(item.node, step.id, activity, script, env), activity);
+  return Record(item, runner_.RunStep(item.node, step.id, activity, script, std::move(env)),
+                activity);
 }
 
 ItemState Prober::Record(PlanItem& item, const CommandResult& result, Activity activity) {

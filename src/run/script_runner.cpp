@@ -1,5 +1,7 @@
 #include "gpuctl/run/script_runner.h"
 
+#include <utility>
+
 namespace gpuctl {
 
 std::string WithPrelude(const std::string& prelude, const std::string& script) {
@@ -11,10 +13,10 @@ std::string WithPrelude(const std::string& prelude, const std::string& script) {
 
 CommandResult ScriptRunner::RunStep(const std::string& node, const std::string& step,
                                     Activity activity, const std::string& script,
-                                    const std::map<std::string, std::string>& env) {
+                                    std::map<std::string, std::string> env) {
   // -v shows the step's own script; the prelude is the same for every step.
   Started(node, step, activity, script);
-  return Finished(node, step, activity, RunWithPrelude(script, env));
+  return Finished(node, step, activity, RunWithPrelude(script, std::move(env)));
 }
 
 void ScriptRunner::Started(const std::string& node, const std::string& step, Activity activity,
@@ -33,11 +35,11 @@ CommandResult ScriptRunner::Finished(const std::string& node, const std::string&
 }
 
 CommandResult ScriptRunner::RunWithPrelude(const std::string& script,
-                                           const std::map<std::string, std::string>& env) {
+                                           std::map<std::string, std::string> env) {
   Command command;
   command.prelude = prelude_;
   command.script = script;
-  command.env = env;
+  command.env = std::move(env);
   return connection_.Run(command);
 }
 

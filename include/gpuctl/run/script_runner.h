@@ -32,9 +32,10 @@ class ScriptRunner {
       : connection_(connection), reporter_(reporter), redactor_(redactor), prelude_(prelude) {}
 
   // Runs a step's `script` on `node` after the prelude, with `env`, reported
-  // as `activity` of `step`. Output redacted.
+  // as `activity` of `step`. Output redacted. `env` by value: a caller done
+  // with its own moves it in (600,000 copies of a 10,000-node apply).
   CommandResult RunStep(const std::string& node, const std::string& step, Activity activity,
-                        const std::string& script, const std::map<std::string, std::string>& env);
+                        const std::string& script, std::map<std::string, std::string> env);
 
   // For scripts that carry many steps (a probe batch): each step is reported
   // on its own, Started before its result is read and Finished with it.
@@ -45,8 +46,7 @@ class ScriptRunner {
                          CommandResult result);
 
   // `script` after the prelude (an input's read), unreported, as printed.
-  CommandResult RunWithPrelude(const std::string& script,
-                               const std::map<std::string, std::string>& env);
+  CommandResult RunWithPrelude(const std::string& script, std::map<std::string, std::string> env);
   // `command` exactly as given (gpuctl's own scripts, a whole batch),
   // unreported, as printed.
   CommandResult Run(const Command& command) { return connection_.Run(command); }
