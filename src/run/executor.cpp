@@ -305,13 +305,14 @@ bool Executor::WalkNode(NodeWalk& walk) {
         !ReturnToService(node, drain_reach, drained)) {
       break;
     }
-    const std::vector<std::string> reached = ReachedNodes(node, item);
     // Parked, the node comes back here (walk.next) once what it waits for
     // settled: the steps above find nothing left to do then.
-    if (scheduler_.Park(id, reached, holds_slot, [this, &walk] { Resume(walk); })) {
+    const Admission::Verdict verdict =
+        WaitToStart(node, item, holds_slot, [this, &walk] { Resume(walk); });
+    if (verdict == Admission::Verdict::kParked) {
       return false;
     }
-    if (!WaitToStart(item, reached, holds_slot)) {
+    if (verdict != Admission::Verdict::kGo) {
       continue;  // blocked; later items may still depend only on done ones
     }
     if (!drained && Disrupts(node, item)) {
@@ -419,15 +420,17 @@ std::vector<std::string> Executor::ReachedNodes(const Node& node, const PlanItem
   return reached;
 }
 
-bool Executor::WaitToStart(PlanItem& item, const std::vector<std::string>& reached,
-                           bool& holds_slot) {
-  const Admission admission = scheduler_.WaitToStart(item.id, reached, holds_slot);
+Admission::Verdict Executor::WaitToStart(const Node& node, PlanItem& item, bool& holds_slot,
+                                         std::function<void()> resume) {
+  const Admission admission =
+      scheduler_.WaitToStart(item.id, ReachedNodes(node, item), holds_slot, std::move(resume));
   const auto blocker = [&]() -> const PlanItem& {
     return context_.plan.items()[admission.blocker];
   };
   switch (admission.verdict) {
     case Admission::Verdict::kGo:
-      return true;
+    case Admission::Verdict::kParked:
+      return admission.verdict;
     case Admission::Verdict::kDeadItem:
       item.detail = fmt::format("{} on {} did not finish", blocker().step, blocker().node);
       break;
@@ -442,7 +445,7 @@ bool Executor::WaitToStart(PlanItem& item, const std::vector<std::string>& reach
   item.state = ItemState::kBlocked;
   context_.reporter.ItemUpdated(item);
   scheduler_.Settle(item.id, Progress::kDead);
-  return false;
+  return admission.verdict;
 }
 
 bool Executor::RunItem(const Node& node, PlanItem& item, bool& reboot_pending, bool& holds_slot) {
@@ -703,7 +706,7 @@ bool Executor::TakeOutOfService(const Node& node, PlanItem& item, bool& holds_sl
   }
   // Admitted again, so the node the drain runs on is up and stays up until
   // the resume (a node it reaches may have gone down meanwhile).
-  if (!WaitToStart(item, ReachedNodes(node, item), holds_slot)) {
+  if (WaitToStart(node, item, holds_slot) != Admission::Verdict::kGo) {
     scheduler_.LeaveOutOfService(node.name);
     return false;
   }

@@ -229,18 +229,32 @@ Admission Scheduler::WaitToStart(std::size_t item, const std::vector<std::string
 }
 
 Admission Scheduler::WaitToStart(std::size_t item, const std::vector<std::string>& reached,
-                                 bool& holds_slot) {
+                                 bool& holds_slot, std::function<void()> resume) {
   std::unique_lock lock(mutex_);
   Admission admission;
-  Waiter waiter;
-  WaitUntil(lock, waiter, [&] {
-    const bool decided = Decided(item, reached, admission, waiter);
-    if (!decided && holds_slot) {
-      ReturnSlotLocked();
-      holds_slot = false;
+  Waiter first;
+  if (!Decided(item, reached, admission, first)) {
+    if (resume && first.item) {
+      if (holds_slot) {
+        ReturnSlotLocked();
+        holds_slot = false;
+      }
+      parked_.emplace(*first.item, std::move(resume));
+      ++waiting_;
+      waiting_changed_.notify_all();
+      admission.verdict = Admission::Verdict::kParked;
+      return admission;
     }
-    return decided;
-  });
+    Waiter waiter;
+    WaitUntil(lock, waiter, [&] {
+      const bool decided = Decided(item, reached, admission, waiter);
+      if (!decided && holds_slot) {
+        ReturnSlotLocked();
+        holds_slot = false;
+      }
+      return decided;
+    });
+  }
   // An interrupt may land after the decision; a blocker found still wins.
   if (admission.verdict == Admission::Verdict::kGo && Stopping()) {
     admission.verdict = Admission::Verdict::kStopped;
@@ -252,24 +266,6 @@ Admission Scheduler::WaitToStart(std::size_t item, const std::vector<std::string
     reaching_[item] = reached;
   }
   return admission;
-}
-
-bool Scheduler::Park(std::size_t item, const std::vector<std::string>& reached, bool& holds_slot,
-                     std::function<void()> resume) {
-  std::lock_guard lock(mutex_);
-  Admission admission;
-  Waiter waiter;
-  if (Decided(item, reached, admission, waiter) || !waiter.item) {
-    return false;
-  }
-  if (holds_slot) {
-    ReturnSlotLocked();
-    holds_slot = false;
-  }
-  parked_.emplace(*waiter.item, std::move(resume));
-  ++waiting_;
-  waiting_changed_.notify_all();
-  return true;
 }
 
 void Scheduler::ReleaseReach(std::size_t item) {

@@ -291,14 +291,19 @@ TEST(Scheduler, StopEndsAnItemsWaitForItsDependencies) {
   EXPECT_TRUE(waited);
 }
 
-// Park: a node whose next item waits for another item gives its walker
-// back, and is called back once when that wait may be over.
+// Parking: with a `resume`, a node whose next item waits for another item
+// gives its walker back, and is called back once when that wait may be over.
+Verdict StartOrPark(Scheduler& scheduler, std::size_t item, const std::vector<std::string>& reached,
+                    bool& holds_slot, int& resumed) {
+  return scheduler.WaitToStart(item, reached, holds_slot, [&resumed] { ++resumed; }).verdict;
+}
+
 TEST(Scheduler, AParkedItemIsCalledBackOnceWhenWhatItWaitsForSettles) {
   Scheduler scheduler(Limits(1), TwoNodes(), {});
   ASSERT_TRUE(scheduler.TakeSlot());
   bool holds_slot = true;
   int resumed = 0;
-  ASSERT_TRUE(scheduler.Park(kB1, {"a"}, holds_slot, [&] { ++resumed; }));
+  ASSERT_EQ(StartOrPark(scheduler, kB1, {"a"}, holds_slot, resumed), Verdict::kParked);
   EXPECT_FALSE(holds_slot) << "a parked node holds no slot";
   EXPECT_TRUE(scheduler.AwaitWaiting(1, std::chrono::seconds(0))) << "it counts as waiting";
   ASSERT_TRUE(scheduler.TakeSlot()) << "the only slot was given back";
@@ -311,23 +316,27 @@ TEST(Scheduler, AParkedItemIsCalledBackOnceWhenWhatItWaitsForSettles) {
   EXPECT_EQ(resumed, 1) << "called back once";
   // Asked again, it is decided: nothing is parked, and it starts.
   bool none = false;
-  EXPECT_FALSE(scheduler.Park(kB1, {"a"}, none, [&] { ++resumed; }));
-  EXPECT_EQ(scheduler.WaitToStart(kB1, {"a"}).verdict, Verdict::kGo);
+  EXPECT_EQ(StartOrPark(scheduler, kB1, {"a"}, none, resumed), Verdict::kGo);
+  EXPECT_EQ(resumed, 1);
 }
 
 TEST(Scheduler, NothingIsParkedForAnItemThatIsDecidedOrWaitsForADownNode) {
   Scheduler scheduler(Limits(), TwoNodes(), {});
   bool holds_slot = false;
   int resumed = 0;
-  EXPECT_FALSE(scheduler.Park(kA0, {}, holds_slot, [&] { ++resumed; })) << "free to start";
-  scheduler.Settle(kA0, Progress::kDead);
-  EXPECT_FALSE(scheduler.Park(kB1, {"a"}, holds_slot, [&] { ++resumed; })) << "blocked";
-  EXPECT_EQ(scheduler.WaitToStart(kB1, {"a"}).verdict, Verdict::kDeadItem);
-  // A reboot's wait is not parked: the walker waits it out (WaitToStart).
+  EXPECT_EQ(StartOrPark(scheduler, kA0, {}, holds_slot, resumed), Verdict::kGo) << "free to start";
+  Scheduler dead(Limits(), TwoNodes(), {});
+  dead.Settle(kA0, Progress::kDead);
+  EXPECT_EQ(StartOrPark(dead, kB1, {"a"}, holds_slot, resumed), Verdict::kDeadItem) << "blocked";
+  // A reboot's wait is not parked: the walker waits it out.
   Scheduler rebooting(Limits(), TwoNodes(), {});
   rebooting.Settle(kA0, Progress::kDone);
   ASSERT_TRUE(rebooting.EnterRebootBatch("a"));
-  EXPECT_FALSE(rebooting.Park(kB1, {"a"}, holds_slot, [&] { ++resumed; }));
+  const auto [verdict, waited] = WaitThenRelease(
+      rebooting, [&] { return StartOrPark(rebooting, kB1, {"a"}, holds_slot, resumed); },
+      [&] { rebooting.LeaveRebootBatch("a"); });
+  EXPECT_EQ(verdict, Verdict::kGo);
+  EXPECT_TRUE(waited);
   EXPECT_EQ(resumed, 0);
 }
 
@@ -335,7 +344,7 @@ TEST(Scheduler, AParkedItemIsCalledBackWhenItsNodeFailsOrTheRunStops) {
   Scheduler failing(Limits(), TwoNodes(), {});
   bool holds_slot = false;
   int resumed = 0;
-  ASSERT_TRUE(failing.Park(kB1, {"a"}, holds_slot, [&] { ++resumed; }));
+  ASSERT_EQ(StartOrPark(failing, kB1, {"a"}, holds_slot, resumed), Verdict::kParked);
   failing.NodeFailed("b");  // not the node b1 waits on
   EXPECT_EQ(resumed, 0);
   failing.NodeFailed("a");
@@ -343,8 +352,8 @@ TEST(Scheduler, AParkedItemIsCalledBackWhenItsNodeFailsOrTheRunStops) {
   EXPECT_EQ(failing.WaitToStart(kB1, {"a"}).verdict, Verdict::kFailedNode);
 
   Scheduler stopping(Limits(), TwoNodes(), {});
-  ASSERT_TRUE(stopping.Park(kB1, {"a"}, holds_slot, [&] { ++resumed; }));
-  ASSERT_TRUE(stopping.Park(kA1, {}, holds_slot, [&] { ++resumed; }));
+  ASSERT_EQ(StartOrPark(stopping, kB1, {"a"}, holds_slot, resumed), Verdict::kParked);
+  ASSERT_EQ(StartOrPark(stopping, kA1, {}, holds_slot, resumed), Verdict::kParked);
   stopping.StopAll();
   EXPECT_EQ(resumed, 3);
   EXPECT_EQ(stopping.WaitToStart(kA1, {}).verdict, Verdict::kStopped);

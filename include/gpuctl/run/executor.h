@@ -37,6 +37,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -91,7 +92,7 @@ class Executor {
 
  private:
   // A node's walk, kept between a walker's turns on it: a node whose next
-  // item waits for another item is parked (Scheduler::Park), and the walker
+  // item waits for another item is parked (Scheduler::WaitToStart), and the walker
   // that resumes it goes on from `next` with the same state.
   struct NodeWalk {
     const Node* node = nullptr;
@@ -117,10 +118,12 @@ class Executor {
   // Walks the node from walk.next on. False: parked (the scheduler hands it
   // back through Resume); true: walked to its end.
   bool WalkNode(NodeWalk& walk);
-  // Asks the scheduler whether the item may start. On true it holds its
-  // reach on the other nodes it works on (`reached`, ReachedNodes) until
-  // ReleaseReach; on false it is blocked (and reported so) and holds nothing.
-  bool WaitToStart(PlanItem& item, const std::vector<std::string>& reached, bool& holds_slot);
+  // Asks the scheduler whether the item may start. On kGo it holds its
+  // reach on the other nodes it works on until ReleaseReach; on kParked
+  // (only with `resume`) the scheduler calls `resume` once it may start;
+  // otherwise it is blocked (and reported so) and holds nothing.
+  Admission::Verdict WaitToStart(const Node& node, PlanItem& item, bool& holds_slot,
+                                 std::function<void()> resume = {});
   // The other nodes `item` (on `node`) works on: those of what it waits
   // for, its inputs, and where its node's drain runs.
   [[nodiscard]] std::vector<std::string> ReachedNodes(const Node& node, const PlanItem& item) const;

@@ -70,6 +70,7 @@ struct Admission {
     kDeadItem,    // `blocker` failed or was blocked
     kFailedNode,  // `blocker` waits on a node that failed and will never run it
     kStopped,     // the run is stopping
+    kParked,      // it waits for another item without its caller (WaitToStart's `resume`)
   };
   Verdict verdict = Verdict::kGo;
   std::size_t blocker = 0;  // with kDeadItem and kFailedNode
@@ -93,19 +94,17 @@ class Scheduler {
   // if the item must wait, the slot goes back first, so that no walker sits
   // on a slot while it waits (it could be waiting for a walker that needs
   // one). `holds_slot` then says whether it still holds it.
-  Admission WaitToStart(std::size_t item, const std::vector<std::string>& reached,
-                        bool& holds_slot);
+  //
+  // With `resume`, an item that would wait for another item (not for a down
+  // node, a slot or a stop) is parked instead: kParked, at once, the slot
+  // given back and `resume` kept. It is called once, under the scheduler's
+  // lock, when that wait may be over (the item settles, its node fails, the
+  // run stops), and must only hand the node back to a walker, which asks
+  // again. The walker meanwhile takes another node rather than hold a
+  // thread for this one: 10,000 workers wait for the master's kubeadm init.
+  Admission WaitToStart(std::size_t item, const std::vector<std::string>& reached, bool& holds_slot,
+                        std::function<void()> resume = {});
   void ReleaseReach(std::size_t item);
-  // Instead of WaitToStart's wait, when `item` would now wait for another
-  // item (not for a down node, a slot or a stop): keeps `resume`, gives back
-  // the walker's slot (`holds_slot`) and returns true. `resume` is called
-  // once, under the scheduler's lock, when that wait may be over (the item
-  // settles, its node fails, the run stops): it must only hand the node
-  // back to a walker, which asks again. The walker meanwhile takes another
-  // node rather than hold a thread for this one: 10,000 workers wait for the
-  // master's kubeadm init. False: nothing kept; call WaitToStart.
-  bool Park(std::size_t item, const std::vector<std::string>& reached, bool& holds_slot,
-            std::function<void()> resume);
 
   // A concurrency slot: a node being worked on. A walker keeps its slot
   // while its node's next item can start at once, and gives it back to
@@ -210,7 +209,8 @@ class Scheduler {
   std::set<std::string> out_of_service_;
   std::size_t max_out_of_service_ = 0;
   std::unordered_set<Waiter*> held_;  // every held waiter, for a stop
-  // Parked nodes (Park), by the item each waits for: called back, not woken.
+  // Parked nodes (WaitToStart's `resume`), by the item each waits for:
+  // called back, not woken.
   std::multimap<std::size_t, std::function<void()>> parked_;
   // A signal handler sets limits_.interrupted and cannot notify: this
   // thread looks at the flag a few times a second and wakes every waiter.
