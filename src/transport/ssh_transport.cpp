@@ -192,21 +192,43 @@ void Configure(ssh_session session, const Endpoint& e, const std::string& known_
   }
 }
 
+// The option's number in Linux's uapi <linux/tcp.h> (6.15); the C library's
+// headers on older systems do not name it.
+#ifdef TCP_RTO_MAX_MS
+constexpr int kTcpRtoMaxMs = TCP_RTO_MAX_MS;
+#else
+constexpr int kTcpRtoMaxMs = 44;
+#endif
+
 // A node that powers off without closing TCP would otherwise leave Run waiting
 // out the whole command timeout. Failures are harmless: a ProxyCommand's
 // socketpair is not TCP, and then the jump host's ssh notices instead.
+//
+// The 60 s without an acknowledgement is sized by TCP's retransmissions, not
+// by the keepalives: when the link goes while a segment is unacknowledged
+// (the tail of a script just sent), the kernel retries it 25.4 s and 51 s
+// after sending (200 ms doubling), and gives up at the first retry past this
+// limit. At 45 s a 30 s outage killed the connection although the link was
+// back, because the 51 s retry never ran; at 60 s an outage of up to 51 s is
+// ridden out either way, and a dead link is still found within a minute.
+// Where the kernel lets a socket cap its retransmission timeout (Linux 6.15's
+// TCP_RTO_MAX_MS), the retries come every 5 s once backed off, so the
+// connection carries on within 5 s of the link's return instead of at the
+// 51 s retry; older kernels refuse the option and keep their own schedule.
 void EnableKeepalive(ssh_session session) {
   const int fd = ssh_get_fd(session);
   const int on = 1;
   const int idle_s = 15;
   const int interval_s = 5;
   const int probes = 3;
-  const unsigned int unacked_ms = 45000;
+  const unsigned int unacked_ms = 60000;
   setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
   setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle_s, sizeof idle_s);
   setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval_s, sizeof interval_s);
   setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof probes);
   setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &unacked_ms, sizeof unacked_ms);
+  const int rto_max_ms = 5000;
+  setsockopt(fd, IPPROTO_TCP, kTcpRtoMaxMs, &rto_max_ms, sizeof rto_max_ms);
 }
 
 // "SHA256:... (ssh-ed25519)": OpenSSH's fingerprint form (ssh-keygen -l), so
