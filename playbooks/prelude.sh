@@ -17,7 +17,7 @@
 # its facts out, and the helpers ask the live system instead.
 # shellcheck disable=SC2034 # GPUCTL_FACT_* are for the probes
 gpuctl_gather_facts() {
-  _gf_fam=$1 _gf_pkgs='' _gf_svcs='' _gf_ctrd=''
+  _gf_fam=$1 _gf_pkgs='' _gf_svcs='' _gf_ctrd='' _gf_batch=1
   # One line per package: the shell assignment of its "STATUS|VERSION"
   # (dpkg's Status, or "install ok installed" for rpm), concatenated as
   # dpkg-query -W and rpm -q print several packages of one name.
@@ -99,6 +99,16 @@ EOF
     if containerd config dump >"$_gf_tmp/containerd" 2>&1; then _gf_ctrd=ok; else _gf_ctrd=failed; fi
     _gf_ctrd_mtime=$(stat -c %Y /etc/containerd/config.toml 2>/dev/null) || _gf_ctrd_mtime=0
   fi
+}
+
+# in_batch: true in a probe batch (plan, check, apply's probes), whose
+# scripts are read-only and share the gathered facts; false in a script run
+# on its own (a change, its verification). A verification that reaches out
+# to every node runs that sweep only on its own: on every plan and check it
+# would cost the master a login per node (minutes at a thousand nodes) and
+# every node a login.
+in_batch() {
+  [ -n "${_gf_batch:-}" ]
 }
 
 # Where the admin's and gpuctl's unit files and their links are.
@@ -1900,4 +1910,34 @@ offer_gone() {
   repo_val "$1" name
   echo "repository $_rv has no index at $_po_gone (the server answers 404 Not Found); $2"
   exit 5
+}
+
+# host_names: the management name of each node in GPUCTL_HOSTS ("address
+# name" lines; the -ib names are the same hosts on the fabric), one a line.
+host_names() {
+  while read -r _hn_a _hn_n _hn_rest; do
+    case "$_hn_n" in "" | *-ib) ;; *) echo "$_hn_n" ;; esac
+  done <<EOF
+$GPUCTL_HOSTS
+EOF
+}
+
+# ssh_reach KNOWN_HOSTS NAME...: root on this node logs in to each NAME with
+# its own key (/root/.ssh/id_ed25519), the host key KNOWN_HOSTS holds and no
+# prompt, as mpirun and Slurm's tools do; 16 logins at a time, so a thousand
+# nodes take seconds, not minutes. Prints "NAME (ssh's last line)" for each
+# that fails, sorted by name, and fails if one did.
+ssh_reach() {
+  _sr_kh=$1
+  shift
+  [ $# -gt 0 ] || return 0
+  # shellcheck disable=SC2016 # the inner script's own $0 (KNOWN_HOSTS) and $1 (NAME)
+  _sr_bad=$(printf '%s\n' "$@" | xargs -P 16 -n 1 sh -c '
+    out=$(ssh -o BatchMode=yes -o StrictHostKeyChecking=yes -o ConnectTimeout=5 \
+      -o UserKnownHostsFile="$0" -i /root/.ssh/id_ed25519 "root@$1" true 2>&1 </dev/null) && exit 0
+    last=$(printf "%s\n" "$out" | tail -n 1)
+    printf "%s (%s)\n" "$1" "$last"' "$_sr_kh" | sort)
+  [ -n "$_sr_bad" ] || return 0
+  printf '%s\n' "$_sr_bad"
+  return 1
 }

@@ -97,6 +97,14 @@ class StepHarness {
                                to, std::filesystem::copy_options::overwrite_existing);
     std::filesystem::permissions(to, std::filesystem::perms::owner_all);
   }
+  // ssh standing in for the nodes a master logs in to (stubs/ssh): each
+  // name it is asked to log in to goes to the file `log`; `refused` ("" for
+  // none) is refused in OpenSSH's own words.
+  void StubSshLogins(const std::string& log, const std::string& refused) {
+    UseStub("ssh");
+    SetEnv("STUB_SSH_LOG", log);
+    SetEnv("STUB_SSH_REFUSE", refused);
+  }
   // The script sees `content` at `path` (see the header comment).
   void File(const std::string& path, const std::string& content,
             std::filesystem::perms mode = std::filesystem::perms(0644)) {
@@ -126,6 +134,11 @@ class StepHarness {
   // The step's probe, to run with `Script` after a set-up of the test's own.
   [[nodiscard]] const std::string& ProbeScript(const std::string& step) const {
     return Get(step).probe;
+  }
+  // The step's verification (its probe when it has none), for `Script`.
+  [[nodiscard]] const std::string& VerifyScript(const std::string& step) const {
+    const Step& s = Get(step);
+    return s.verify.empty() ? s.probe : s.verify;
   }
   // Whether the step is planned on the node (its roles, family and `when:`).
   bool Applies(const std::string& step_id, const std::string& node_name) const {

@@ -4,8 +4,10 @@
 // files are faked in a private mount namespace (root only), tools stubbed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "support/step_harness.h"
 
@@ -103,6 +105,37 @@ TEST_F(OsStepsTest, KnownHostsComparesWithTheKeysGpuctlVerifiedWithoutScanning) 
   EXPECT_EQ(stale.status, 1);
   EXPECT_NE(stale.out.find("lacks the current host key of: master1\n"), std::string::npos)
       << stale.out;
+}
+
+std::string SortedLines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  std::sort(lines.begin(), lines.end());
+  std::string sorted;
+  for (const std::string& line : lines) sorted += line + "\n";
+  return sorted;
+}
+
+TEST_F(OsStepsTest, KnownHostsVerificationLogsInToEveryNodeOnlyAfterTheChange) {
+  const std::string log = (h.dir() / "ssh.log").string();
+  h.StubSshLogins(log, "worker1");
+  // On its own (after the change): a login to each node by its name, never
+  // by its -ib name (worker1-ib is the same host on the fabric).
+  const auto verify = h.Verify("os.ssh-known-hosts", "master1");
+  EXPECT_EQ(verify.status, 1);
+  EXPECT_EQ(
+      verify.out,
+      "ssh from the master fails to: worker1 (root@worker1: Permission denied (publickey).)\n");
+  EXPECT_EQ(SortedLines(Slurp(log)), "master1\nworker1\n");
+  // In a batch (plan, check): the probe's key comparison stands, and the
+  // master logs in nowhere; a login per node on every check is check --deep's.
+  std::filesystem::remove(log);
+  const auto batch = h.Script("gpuctl_gather_facts \"$GPUCTL_OS_FAMILY\"\n(\n" +
+                                  h.VerifyScript("os.ssh-known-hosts") + "\n)",
+                              "os.ssh-known-hosts", "master1");
+  EXPECT_EQ(batch.status, 0) << batch.out;
+  EXPECT_FALSE(std::filesystem::exists(log)) << Slurp(log);
 }
 
 TEST_F(OsStepsTest, KnownHostsNeedsEveryNodesCurrentKey) {

@@ -4,8 +4,10 @@
 // real H100 capture). mpirun, ssh and kubectl are stubs that print them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "support/step_harness.h"
 
@@ -336,6 +338,33 @@ TEST(DockerGpuValidate, RunsOnlyOnGpuNodesWithDocker) {
   EXPECT_TRUE(docker.Applies("validate.docker-gpu", "w1"));
   StepHarness none(ValidateInventory(1, ""));
   EXPECT_FALSE(none.Applies("validate.docker-gpu", "w1"));
+}
+
+// --- validate.ssh-mesh -------------------------------------------------------
+
+TEST(ValidateSteps, SshMeshLogsInToEveryNodeByName) {
+  StepHarness h(ValidateInventory(3, ""));
+  const std::string log = (h.dir() / "ssh.log").string();
+  h.StubSshLogins(log, "");
+  const auto run = h.Probe("validate.ssh-mesh", "m");
+  EXPECT_EQ(run.status, 0) << run.out;
+  EXPECT_EQ(run.out, "ssh by name from the master: 4 of 4 nodes\n");
+  // Each node once, whatever order the parallel logins took.
+  std::vector<std::string> names;
+  std::istringstream in(ReadAll(log));
+  for (std::string name; std::getline(in, name);) names.push_back(name);
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"m", "w1", "w2", "w3"}));
+}
+
+TEST(ValidateSteps, SshMeshNamesTheNodeThatRefusesWithSshsOwnWords) {
+  StepHarness h(ValidateInventory(3, ""));
+  h.StubSshLogins((h.dir() / "ssh.log").string(), "w2");
+  const auto run = h.Probe("validate.ssh-mesh", "m");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.out,
+            "ssh by name from the master: 3 of 4 nodes; fails to: w2 (root@w2: Permission denied "
+            "(publickey).)\n");
 }
 
 }  // namespace
