@@ -3,6 +3,7 @@
 // rendered by a real kubectl 1.30 (tests/fixtures/kubectl/), helm's JSON
 // (tests/fixtures/helm/), and the Google Cloud SDK kubectl this host's dpkg
 // database holds.
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 
@@ -305,6 +306,33 @@ TEST(NodesReadyStep, NamesANodeThatNeverRegistered) {
   EXPECT_EQ(run.status, 1);
   EXPECT_TRUE(KubernetesHas(run.out, "1 of 3 nodes not Ready: worker2 (not registered)"))
       << run.out;
+}
+
+// The change waits for every node to register with one listing a round for
+// the whole cluster, not a kubectl per node.
+TEST(NodesReadyStep, ChangeListsTheClusterOnceARoundAndNamesWhoNeverRegistered) {
+  StepHarness h(KubernetesInventory());
+  const std::string log = (h.dir() / "kubectl.log").string();
+  h.Stub("kubectl", "printf '%s\\n' \"$*\" >>" + log +
+                        "\ncase \"$*\" in *\"get nodes\"*) printf 'master1\\nworker1\\n%s' "
+                        "\"$STUB_MORE\" ;; esac");
+  h.SetEnv("STUB_MORE", "worker2\n");
+  const auto ready = h.Change("k8s.nodes-ready", "master1");
+  EXPECT_EQ(ready.status, 0) << ready.out;
+  const std::string calls = testing::Slurp(log);
+  EXPECT_EQ(std::count(calls.begin(), calls.end(), '\n'), 2) << calls;  // one list, one wait
+  EXPECT_TRUE(KubernetesHas(calls,
+                            "wait --for=condition=Ready --timeout=90s node master1 worker1 "
+                            "worker2"))
+      << calls;
+
+  // worker2 never registers: 30 rounds (sleep stubbed), then its name.
+  h.SetEnv("STUB_MORE", "");
+  h.StubOutput("sleep", "");
+  const auto missing = h.Change("k8s.nodes-ready", "master1");
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_TRUE(KubernetesHas(missing.out, "gpuctl: not registered within 60 s: worker2\n"))
+      << missing.out;
 }
 
 // ---------------------------------------------------------------- k8s.gpu-operator
