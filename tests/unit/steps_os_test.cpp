@@ -139,13 +139,34 @@ TEST_F(OsStepsTest, KnownHostsVerificationLogsInToEveryNodeOnlyAfterTheChange) {
 }
 
 TEST_F(OsStepsTest, KnownHostsNeedsEveryNodesCurrentKey) {
-  // ssh-keyscan's real line format; the node answers with a key the
-  // master's known_hosts does not hold yet.
-  h.StubOutput("ssh-keyscan", "198.18.0.10 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKeyOfMaster\n");
+  // ssh-keyscan's real line format; the nodes answer with keys the master's
+  // known_hosts does not hold yet.
+  h.StubOutput("ssh-keyscan",
+               "198.18.0.10 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKeyOfMaster\n"
+               "198.18.0.11 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKeyOfWorker\n");
   h.File("/root/.ssh/known_hosts", "");
   const auto run = h.Probe("os.ssh-known-hosts", "master1");
   EXPECT_EQ(run.status, 1);
-  EXPECT_NE(run.out.find("lacks the current host key of: master1"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("lacks the current host key of: master1 worker1\n"), std::string::npos)
+      << run.out;
+}
+
+// Nodes gpuctl did not reach are scanned with one ssh-keyscan for all of
+// them (it asks its hosts at once, one timeout for all), never one a node:
+// in series, each node that is down cost 5 s.
+TEST_F(OsStepsTest, KnownHostsScansTheNodesGpuctlDidNotReachInOneKeyscan) {
+  const std::string log = (h.dir() / "keyscan.log").string();
+  // worker1 answers; master1 does not (no line for it).
+  h.Stub("ssh-keyscan",
+         "echo \"$*\" >>" + log +
+             "\necho '198.18.0.11 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKeyOfWorker'");
+  h.File("/root/.ssh/known_hosts", "");
+  const auto run = h.Probe("os.ssh-known-hosts", "master1");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.out,
+            "no host key from: master1 (198.18.0.10) (not reached by gpuctl, no answer to "
+            "ssh-keyscan)\n");
+  EXPECT_EQ(Slurp(log), "-T 5 -t ed25519 198.18.0.10 198.18.0.11\n");
 }
 
 TEST_F(OsStepsTest, SwapCountsActiveDevicesAndFstabLines) {
