@@ -307,8 +307,12 @@ bool Executor::WalkNode(NodeWalk& walk) {
     }
     // Parked, the node comes back here (walk.next) once what it waits for
     // settled: the steps above find nothing left to do then.
+    if (walk.reached_item != id) {
+      walk.reached = ReachedNodes(node, item);
+      walk.reached_item = id;
+    }
     const Admission::Verdict verdict =
-        WaitToStart(node, item, holds_slot, [this, &walk] { Resume(walk); });
+        WaitToStart(item, walk.reached, holds_slot, [this, &walk] { Resume(walk); });
     if (verdict == Admission::Verdict::kParked) {
       return false;
     }
@@ -420,10 +424,10 @@ std::vector<std::string> Executor::ReachedNodes(const Node& node, const PlanItem
   return reached;
 }
 
-Admission::Verdict Executor::WaitToStart(const Node& node, PlanItem& item, bool& holds_slot,
-                                         std::function<void()> resume) {
+Admission::Verdict Executor::WaitToStart(PlanItem& item, const std::vector<std::string>& reached,
+                                         bool& holds_slot, std::function<void()> resume) {
   const Admission admission =
-      scheduler_.WaitToStart(item.id, ReachedNodes(node, item), holds_slot, std::move(resume));
+      scheduler_.WaitToStart(item.id, reached, holds_slot, std::move(resume));
   const auto blocker = [&]() -> const PlanItem& {
     return context_.plan.items()[admission.blocker];
   };
@@ -706,7 +710,7 @@ bool Executor::TakeOutOfService(const Node& node, PlanItem& item, bool& holds_sl
   }
   // Admitted again, so the node the drain runs on is up and stays up until
   // the resume (a node it reaches may have gone down meanwhile).
-  if (WaitToStart(node, item, holds_slot) != Admission::Verdict::kGo) {
+  if (WaitToStart(item, ReachedNodes(node, item), holds_slot) != Admission::Verdict::kGo) {
     scheduler_.LeaveOutOfService(node.name);
     return false;
   }

@@ -104,6 +104,11 @@ class Executor {
     std::size_t drain_reach = 0;
     bool unsettled = false;  // a reboot did not end verified (failed, or the run stopped)
     std::vector<std::size_t> awaiting_verify;  // changed, verified after the reboot
+    // ReachedNodes of the item `reached_item`, kept while it is parked: the
+    // master's step that reads every worker reaches thousands of nodes and
+    // is resumed each time the item it waits for settles.
+    std::vector<std::string> reached;
+    std::size_t reached_item = static_cast<std::size_t>(-1);
   };
 
   // A walker's thread: walks nodes (handed back ones first, then those not
@@ -122,8 +127,9 @@ class Executor {
   // reach on the other nodes it works on until ReleaseReach; on kParked
   // (only with `resume`) the scheduler calls `resume` once it may start;
   // otherwise it is blocked (and reported so) and holds nothing.
-  Admission::Verdict WaitToStart(const Node& node, PlanItem& item, bool& holds_slot,
-                                 std::function<void()> resume = {});
+  // `reached` is ReachedNodes(node, item).
+  Admission::Verdict WaitToStart(PlanItem& item, const std::vector<std::string>& reached,
+                                 bool& holds_slot, std::function<void()> resume = {});
   // The other nodes `item` (on `node`) works on: those of what it waits
   // for, its inputs, and where its node's drain runs.
   [[nodiscard]] std::vector<std::string> ReachedNodes(const Node& node, const PlanItem& item) const;
