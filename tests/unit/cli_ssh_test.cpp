@@ -175,12 +175,14 @@ TEST_F(CliSshTest, ChangedHostKeyIsRefused) {
 }
 
 TEST_F(CliSshTest, ApplyInJsonPrintsOneDocumentOnStdoutAndTheRestOnStderr) {
-  // stdout alone: what a script parses.
+  // stdout alone: what a script parses. stderr goes to a file beside the
+  // run directory, shown when an expectation fails.
   const auto stdout_of = [&](const std::string& run) {
     const std::string command = fmt::format(
         "GPUCTL_PLAYBOOKS='{}' '{}' apply -o json --yes '{}' --run-dir '{}' "
-        "2>/dev/null </dev/null",
-        Playbooks(), GPUCTL_BINARY, Inventory(), (dir_ / run).string());
+        "2>'{}' </dev/null",
+        Playbooks(), GPUCTL_BINARY, Inventory(), (dir_ / run).string(),
+        (dir_ / (run + ".stderr")).string());
     std::string out;
     FILE* pipe = popen(command.c_str(), "r");
     char buffer[4096];
@@ -189,15 +191,21 @@ TEST_F(CliSshTest, ApplyInJsonPrintsOneDocumentOnStdoutAndTheRestOnStderr) {
     pclose(pipe);
     return out;
   };
+  const auto stderr_of = [&](const std::string& run) {
+    std::ifstream in(dir_ / (run + ".stderr"));
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str() + "\nsshd's log:\n" + sshd_->Log();
+  };
   const auto first = nlohmann::json::parse(stdout_of("json1"));  // throws if not one document
   EXPECT_EQ(first["format"], "gpuctl.apply/v1");
-  EXPECT_EQ(first["outcome"], "applied");
+  EXPECT_EQ(first["outcome"], "applied") << stderr_of("json1");
   EXPECT_EQ(first["exit_code"], 0);
   EXPECT_EQ(first["plan"]["format"], "gpuctl.plan/v2");
   EXPECT_EQ(first["plan"]["summary"]["applied"], 1);
   EXPECT_EQ(first["journal"], (dir_ / "json1/journal.jsonl").string());
   const auto second = nlohmann::json::parse(stdout_of("json2"));
-  EXPECT_EQ(second["outcome"], "nothing to change");
+  EXPECT_EQ(second["outcome"], "nothing to change") << second.dump() << "\n" << stderr_of("json2");
 }
 
 TEST_F(CliSshTest, ApplyChangesVerifiesAndASecondApplyChangesNothing) {
