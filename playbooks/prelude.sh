@@ -1912,32 +1912,44 @@ offer_gone() {
   exit 5
 }
 
-# host_names: the management name of each node in GPUCTL_HOSTS ("address
-# name" lines; the -ib names are the same hosts on the fabric), one a line.
-host_names() {
-  while read -r _hn_a _hn_n _hn_rest; do
-    case "$_hn_n" in "" | *-ib) ;; *) echo "$_hn_n" ;; esac
+# managed_hosts: "name address" for each node in GPUCTL_HOSTS ("address
+# name" lines), without the -ib names (the same hosts on the fabric).
+managed_hosts() {
+  while read -r _mh_a _mh_n _mh_rest; do
+    case "$_mh_n" in "" | *-ib) ;; *) echo "$_mh_n $_mh_a" ;; esac
   done <<EOF
 $GPUCTL_HOSTS
 EOF
 }
 
+# host_names: the names of managed_hosts, one a line.
+host_names() {
+  managed_hosts | while read -r _hn_n _hn_rest; do echo "$_hn_n"; done
+}
+
 # ssh_reach KNOWN_HOSTS NAME...: root on this node logs in to each NAME with
 # its own key (/root/.ssh/id_ed25519), the host key KNOWN_HOSTS holds and no
 # prompt, as mpirun and Slurm's tools do; 16 logins at a time, so a thousand
-# nodes take seconds, not minutes. Prints "NAME (ssh's last line)" for each
-# that fails, sorted by name, and fails if one did.
+# nodes take seconds, not minutes. Fails if one login did, and sets
+# ssh_failed (how many) and ssh_bad (" NAME (ssh's last line)" for each,
+# sorted by name).
 ssh_reach() {
   _sr_kh=$1
   shift
+  ssh_failed=0 ssh_bad=''
   [ $# -gt 0 ] || return 0
   # shellcheck disable=SC2016 # the inner script's own $0 (KNOWN_HOSTS) and $1 (NAME)
-  _sr_bad=$(printf '%s\n' "$@" | xargs -P 16 -n 1 sh -c '
+  _sr_out=$(printf '%s\n' "$@" | xargs -P 16 -n 1 sh -c '
     out=$(ssh -o BatchMode=yes -o StrictHostKeyChecking=yes -o ConnectTimeout=5 \
       -o UserKnownHostsFile="$0" -i /root/.ssh/id_ed25519 "root@$1" true 2>&1 </dev/null) && exit 0
     last=$(printf "%s\n" "$out" | tail -n 1)
     printf "%s (%s)\n" "$1" "$last"' "$_sr_kh" | sort)
-  [ -n "$_sr_bad" ] || return 0
-  printf '%s\n' "$_sr_bad"
-  return 1
+  while IFS= read -r _sr_l; do
+    [ -n "$_sr_l" ] || continue
+    ssh_failed=$((ssh_failed + 1))
+    ssh_bad="$ssh_bad $_sr_l"
+  done <<EOF
+$_sr_out
+EOF
+  [ "$ssh_failed" -eq 0 ]
 }

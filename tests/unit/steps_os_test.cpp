@@ -4,10 +4,8 @@
 // files are faked in a private mount namespace (root only), tools stubbed.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <fstream>
 #include <sstream>
-#include <vector>
 
 #include "support/step_harness.h"
 
@@ -107,16 +105,6 @@ TEST_F(OsStepsTest, KnownHostsComparesWithTheKeysGpuctlVerifiedWithoutScanning) 
       << stale.out;
 }
 
-std::string SortedLines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  std::sort(lines.begin(), lines.end());
-  std::string sorted;
-  for (const std::string& line : lines) sorted += line + "\n";
-  return sorted;
-}
-
 TEST_F(OsStepsTest, KnownHostsVerificationLogsInToEveryNodeOnlyAfterTheChange) {
   const std::string log = (h.dir() / "ssh.log").string();
   h.StubSshLogins(log, "worker1");
@@ -127,7 +115,7 @@ TEST_F(OsStepsTest, KnownHostsVerificationLogsInToEveryNodeOnlyAfterTheChange) {
   EXPECT_EQ(
       verify.out,
       "ssh from the master fails to: worker1 (root@worker1: Permission denied (publickey).)\n");
-  EXPECT_EQ(SortedLines(Slurp(log)), "master1\nworker1\n");
+  EXPECT_EQ(testing::SortedLines(Slurp(log)), "master1\nworker1\n");
   // In a batch (plan, check): the probe's key comparison stands, and the
   // master logs in nowhere; a login per node on every check is check --deep's.
   std::filesystem::remove(log);

@@ -4,10 +4,8 @@
 // real H100 capture). mpirun, ssh and kubectl are stubs that print them.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <fstream>
 #include <sstream>
-#include <vector>
 
 #include "support/step_harness.h"
 
@@ -350,11 +348,7 @@ TEST(ValidateSteps, SshMeshLogsInToEveryNodeByName) {
   EXPECT_EQ(run.status, 0) << run.out;
   EXPECT_EQ(run.out, "ssh by name from the master: 4 of 4 nodes\n");
   // Each node once, whatever order the parallel logins took.
-  std::vector<std::string> names;
-  std::istringstream in(ReadAll(log));
-  for (std::string name; std::getline(in, name);) names.push_back(name);
-  std::sort(names.begin(), names.end());
-  EXPECT_EQ(names, (std::vector<std::string>{"m", "w1", "w2", "w3"}));
+  EXPECT_EQ(testing::SortedLines(ReadAll(log)), "m\nw1\nw2\nw3\n");
 }
 
 TEST(ValidateSteps, SshMeshNamesTheNodeThatRefusesWithSshsOwnWords) {
